@@ -1,0 +1,6 @@
+"""Synthetic data sets with their ground truth (alignments, copies, hulls, optimal tours).
+
+One module per family of tasks; the names the chapters use are re-exported here.
+"""
+from attnlab.tasks.copy import bits_per_sequence, copy_batch, copy_loss, copy_sampler, evaluate_lengths, train_copy  # noqa: F401, E501
+from attnlab.tasks.translation import *  # noqa: F401, F403 (the names in translation.__all__)
