@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test student lint clean
+.PHONY: book offline browser-test test student lint clean
 
+# requirements.lock pins every package, torch==2.13.0 among them: the CPU build, never a multi-GB CUDA download.
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade "pip==24.3.1"
-	# torch==2.13.0 is pinned in requirements.lock: the CPU build, never a multi-GB CUDA download.
 	$(BIN)/pip install --quiet -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
@@ -18,6 +18,16 @@ book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
 	ATTNLAB_PROGRESS=lines $(BIN)/jupyter-book build . --all -W --keep-going
 
+# An offline copy: MathJax from the npm registry, served from _build/html/_static instead of a CDN.
+offline: $(STAMP)
+	test -f _build/html/index.html || $(MAKE) book
+	npm install --silent --no-save --no-package-lock --prefix _build/offline mathjax@3.2.2
+	$(BIN)/python scripts/offline_book.py _build/html _build/offline/node_modules/mathjax
+
+# Every page of the built book in headless Chromium (Debian's chromium package).
+browser-test: $(STAMP)
+	ATTNLAB_REQUIRE_BOOK=1 $(BIN)/pytest tests/test_book_in_browser.py -p no:cacheprovider
+
 test: $(STAMP)
 	ATTNLAB_QUICK=1 $(BIN)/pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
 
@@ -25,7 +35,7 @@ student: $(STAMP)
 	$(BIN)/python -m attnlab.homework notebooks _build/student
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests notebooks benchmarks
+	$(BIN)/ruff check src tests notebooks benchmarks scripts book/_ext .ci
 
 clean:
 	rm -rf _build

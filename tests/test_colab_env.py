@@ -1,8 +1,9 @@
 """The notebooks run where attnlab is not installed, as in Colab: their first cell installs it.
 
 A fresh virtual environment gets only what Colab preinstalls and the notebooks need (torch, numpy,
-matplotlib and a Jupyter kernel), not attnlab. Every notebook is executed there in quick mode (skipping the cells tagged nbval-skip, as `make test` does) with the install
-source pointed at this checkout instead of the repository URL.
+matplotlib and a Jupyter kernel), not attnlab. Every notebook is executed there in quick mode (skipping the
+cells tagged nbval-skip, as `make test` does) with the install source pointed at this checkout instead of the
+repository URL.
 """
 
 import os
