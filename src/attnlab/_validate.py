@@ -46,6 +46,9 @@ def check_shape(name: str, x: torch.Tensor, expected: Sequence[int], layout: str
 
 def broadcast_batch(names: Sequence[str], shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
     """Broadcast leading (batch) shapes, naming the arguments when they do not fit together."""
+    first = tuple(shapes[0]) if shapes else ()
+    if all(tuple(s) == first for s in shapes):  # the common case, without torch.broadcast_shapes' overhead
+        return first
     try:
         return tuple(torch.broadcast_shapes(*[torch.Size(s) for s in shapes]))
     except RuntimeError:

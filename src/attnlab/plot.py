@@ -6,12 +6,13 @@ carries a value, and returns the axis so a notebook can add to it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 
 def _numpy(x: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -144,8 +145,111 @@ def sequence_images(
         ax.set_title(label, fontsize=10)
         ax.set_ylabel(ylabel)
         ax.set_xlabel(xlabel)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     fig.colorbar(image, ax=list(axes.flat), label=cbar_label, fraction=0.03, pad=0.02)
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _closed_paths(points: np.ndarray, paths: dict[str, Sequence[int]], ax: Axes, legend: Callable) -> None:
+    """Draw each index sequence of ``paths`` as a closed polygon through ``points``; label it ``legend``."""
+    styles = [("tab:blue", "-"), ("tab:red", "--"), ("tab:green", ":"), ("tab:orange", "-.")]
+    for k, (label, path) in enumerate(paths.items()):
+        path = [int(i) for i in _numpy(path)]
+        color, style = styles[k % len(styles)]
+        if path:
+            closed = points[path + path[:1]]
+            ax.plot(closed[:, 0], closed[:, 1], color=color, linestyle=style, linewidth=2.2 - 0.5 * k,
+                    label=legend(label, points[path]))
+    ax.scatter(points[:, 0], points[:, 1], s=22, color="black", zorder=3)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.18), ncol=1, frameon=False)
+
+
+def tours(
+    points: torch.Tensor | np.ndarray,
+    named_tours: dict[str, Sequence[int]],
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    number_cities: bool = True,
+) -> Axes:
+    """Closed tours through the cities ``points (n, 2)``: ``{label: tour (n,)}``; the legend gives each length."""
+    xy = _numpy(points).astype(float)
+    if xy.ndim != 2 or xy.shape[1] != 2:
+        raise ValueError(f"points must have shape (n, 2), got {xy.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 4.6))
+
+    def legend(label: str, ordered: np.ndarray) -> str:
+        length = np.linalg.norm(ordered - np.roll(ordered, -1, axis=0), axis=1).sum()
+        return f"{label} (length {length:.3f})"
+
+    _closed_paths(xy, named_tours, ax, legend)
+    if number_cities:
+        for i, (x, y) in enumerate(xy):
+            ax.annotate(str(i), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def hulls(
+    points: torch.Tensor | np.ndarray,
+    named_hulls: dict[str, Sequence[int]],
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Polygons through ``points (n, 2)``, e.g. a predicted and the true convex hull: ``{label: indices}``.
+
+    The legend gives each polygon's number of vertices and its area, or says that it crosses itself.
+    """
+    from attnlab.tasks.geometry import is_simple_polygon, polygon_area  # here: importing plot needs no tasks
+
+    xy = _numpy(points).astype(float)
+    if xy.ndim != 2 or xy.shape[1] != 2:
+        raise ValueError(f"points must have shape (n, 2), got {xy.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 4.6))
+
+    def legend(label: str, ordered: np.ndarray) -> str:
+        if not is_simple_polygon(ordered):
+            return f"{label} ({len(ordered)} vertices, crosses itself)"
+        return f"{label} ({len(ordered)} vertices, area {polygon_area(ordered):.3f})"
+
+    _closed_paths(xy, named_hulls, ax, legend)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def pointer_distributions(
+    probs: torch.Tensor | np.ndarray,
+    *,
+    chosen: Sequence[int] | None = None,
+    x_labels: Sequence[str] | None = None,
+    xlabel: str = "input position j",
+    ylabel: str = "output step t",
+    title: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """The pointer distribution of every decoder step ``probs (T, N)`` as a heatmap (one row per step).
+
+    ``chosen (T,)`` marks the input each step pointed at (positions outside ``0..N-1``, padding, are skipped).
+    """
+    p = _numpy(probs)
+    ax = heatmap(p, x_labels=x_labels, y_labels=[str(t + 1) for t in range(p.shape[0])] if p.ndim == 2 else None,
+                 xlabel=xlabel, ylabel=ylabel, title=title, ax=ax, cbar_label="pointer probability")
+    if chosen is not None:
+        steps = [(t, int(j)) for t, j in enumerate(_numpy(chosen)) if 0 <= int(j) < p.shape[1]]
+        ax.scatter([j for _, j in steps], [t for t, _ in steps], marker="o", s=60, facecolors="none",
+                   edgecolors="red", linewidths=1.5, label="pointed at")
+        ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.2 if x_labels is None or len(x_labels) <= 12 else -0.35),
+                  fontsize=8, frameon=False)
+    return ax

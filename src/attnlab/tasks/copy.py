@@ -1,0 +1,144 @@
+"""The copy task of Graves et al. (2014): see a sequence of random bit vectors, then write it out again.
+
+An example of length ``L`` has ``2L + 1`` time steps and ``bits + 1`` input channels. Steps ``0 .. L-1`` carry
+the random vectors (last channel 0), step ``L`` is the delimiter (only the last channel is 1), and steps
+``L+1 .. 2L`` are blank: during them the model must output the ``L`` vectors in order. Training uses lengths 1
+to 20; the interesting question is how the model does on longer sequences than it ever saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlab._validate import check_ndim, check_positive, check_shape
+from attnlab.train import History, train
+
+BITS = 8
+VAL_LENGTHS = (5, 10, 15, 20)
+
+
+def copy_batch(
+    batch_size: int, length: int, *, generator: torch.Generator, bits: int = BITS
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch_size`` random copy examples of one ``length``.
+
+    Returns ``(inputs (batch, 2L+1, bits+1), targets (batch, L, bits))``; the targets are the vectors the model
+    must output during the last ``L`` steps.
+    """
+    check_positive("batch_size", batch_size)
+    check_positive("length", length)
+    targets = torch.randint(0, 2, (batch_size, length, bits), generator=generator).float()
+    inputs = torch.zeros(batch_size, 2 * length + 1, bits + 1)
+    inputs[:, :length, :bits] = targets
+    inputs[:, length, bits] = 1.0  # the delimiter
+    return inputs, targets
+
+
+def copy_sampler(
+    batch_size: int, *, seed: int, min_length: int = 1, max_length: int = 20, bits: int = BITS
+) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
+    """``next_batch(step)`` for :func:`attnlab.train.train`: a batch of one random length in [min, max].
+
+    The batch of a step depends only on ``(seed, step)``, so a run is reproducible however it is interrupted.
+    """
+    if not 1 <= min_length <= max_length:
+        raise ValueError(f"need 1 <= min_length <= max_length, got {min_length} and {max_length}")
+
+    def next_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
+        length = int(torch.randint(min_length, max_length + 1, (1,), generator=generator))
+        return copy_batch(batch_size, length, generator=generator, bits=bits)
+
+    return next_batch
+
+
+def copy_outputs(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The last ``L`` steps of ``outputs (batch, 2L+1, bits)``, which must equal ``targets (batch, L, bits)``."""
+    check_ndim("targets", targets, "(batch, L, bits)", ndim=3)
+    batch, length, bits = targets.shape
+    check_shape("outputs", outputs, (batch, 2 * length + 1, bits), "(batch, 2L+1, bits)")
+    return outputs[:, -length:]
+
+
+def sequence_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy summed over the bits of a sequence (nats per sequence), averaged over the batch."""
+    return F.binary_cross_entropy_with_logits(logits, targets, reduction="sum") / targets.shape[0]
+
+
+def copy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """:func:`sequence_loss` of the copied part of ``model(inputs)`` (logits ``(batch, 2L+1, bits)``)."""
+    inputs, targets = batch
+    return sequence_loss(copy_outputs(model(inputs), targets), targets)
+
+
+def bits_per_sequence(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Wrong bits per sequence ``(batch,)`` when each bit is predicted as ``logit > 0``; a NaN logit counts as wrong.
+
+    logits and targets ``(batch, L, bits)``.
+    """
+    check_ndim("targets", targets, "(batch, L, bits)", ndim=3)
+    check_shape("logits", logits, targets.shape, "(batch, L, bits) like targets")
+    wrong = ((logits > 0).float() != targets) | torch.isnan(logits)
+    return wrong.flatten(1).sum(-1).float()
+
+
+@torch.no_grad()
+def evaluate_lengths(
+    model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
+) -> dict[int, float]:
+    """Mean wrong bits per sequence for ``n`` fixed random sequences of each length (same sequences every call)."""
+    was_training = model.training
+    model.eval()
+    result = {}
+    for length in lengths:
+        inputs, targets = copy_batch(n, length, generator=torch.Generator().manual_seed(seed * 1000 + length))
+        result[length] = bits_per_sequence(copy_outputs(model(inputs), targets), targets).mean().item()
+    model.train(was_training)
+    return result
+
+
+def train_copy(
+    model: nn.Module,
+    *,
+    steps: int,
+    seed: int,
+    batch_size: int = 32,
+    lr: float = 1e-3,
+    clip: float = 10.0,
+    lr_drop: float = 0.3,
+    lr_drop_bits: float = 1.0,
+    eval_every: int = 50,
+    desc: str = "copy task",
+) -> History:
+    """Train ``model`` on copy sequences of lengths 1-20 with Adam and gradient clipping.
+
+    The loss is in nats per sequence, so the gradient-norm ``clip`` acts on a per-sequence scale. Every
+    ``eval_every`` steps it measures ``val_bits`` (wrong bits per sequence) and ``val_loss`` on 128 fixed
+    validation sequences, 32 each of the lengths 5, 10, 15 and 20. Once ``val_bits`` falls below
+    ``lr_drop_bits`` (the model copies almost perfectly) the learning rate is multiplied by ``lr_drop`` for the
+    rest of the run, which calms the late blow-ups NTM training is prone to; at the end the weights with the
+    lowest ``val_loss`` are restored, so a blow-up cannot undo a solution that was found.
+    """
+    val_generator = torch.Generator().manual_seed(seed + 10_000)
+    val_batches = [copy_batch(32, length, generator=val_generator) for length in VAL_LENGTHS]
+    dropped = False  # set by `evaluate`, read by the learning-rate factor
+
+    def evaluate(m: nn.Module) -> dict[str, float]:
+        nonlocal dropped
+        bits, loss = 0.0, 0.0
+        for inputs, targets in val_batches:
+            logits = copy_outputs(m(inputs), targets)
+            bits += bits_per_sequence(logits, targets).mean().item() / len(val_batches)
+            loss += sequence_loss(logits, targets).item() / len(val_batches)
+        dropped = dropped or bits < lr_drop_bits
+        return {"val_bits": bits, "val_loss": loss}
+
+    return train(
+        model, copy_sampler(batch_size, seed=seed), copy_loss, steps=steps, batch_size=batch_size, lr=lr,
+        clip=clip, lr_factor=lambda step: lr_drop if dropped else 1.0, evaluate=evaluate,
+        eval_every=eval_every, best=("val_loss", "min"), desc=desc,
+    )

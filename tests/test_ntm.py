@@ -1,0 +1,452 @@
+"""The NTM's addressing, reading and writing against hand-written loops, plus properties; the copy task."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlab import ntm
+from attnlab.tasks import copy as copytask
+
+
+def randw(batch: int, n: int, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
+    return torch.softmax(2 * torch.randn(batch, n, generator=gen, dtype=dtype), dim=-1)
+
+
+@pytest.fixture
+def gen() -> torch.Generator:
+    return torch.Generator().manual_seed(0)
+
+
+# --- reading and writing -------------------------------------------------------------------------------------
+
+
+def test_read_is_weighted_sum_of_rows(gen):
+    memory, w = torch.randn(3, 5, 4, generator=gen), randw(3, 5, gen)
+    expected = torch.zeros(3, 4)
+    for b in range(3):
+        for i in range(5):
+            expected[b] += w[b, i] * memory[b, i]
+    torch.testing.assert_close(ntm.read(memory, w), expected)
+
+
+def test_write_matches_loop_and_leaves_input_alone(gen):
+    memory, w = torch.randn(2, 6, 3, generator=gen), randw(2, 6, gen)
+    erase, add = torch.rand(2, 3, generator=gen), torch.randn(2, 3, generator=gen)
+    before = memory.clone()
+    expected = torch.empty_like(memory)
+    for b in range(2):
+        for i in range(6):
+            for m in range(3):
+                erased = memory[b, i, m] * (1 - w[b, i] * erase[b, m])
+                expected[b, i, m] = erased + w[b, i] * add[b, m]
+    torch.testing.assert_close(ntm.write(memory, w, erase, add), expected)
+    assert torch.equal(memory, before)
+
+
+def test_full_erase_with_full_focus_wipes_one_row_only(gen):
+    memory = torch.randn(1, 4, 3, generator=gen)
+    w = F.one_hot(torch.tensor([2]), 4).float()
+    new = ntm.write(memory, w, erase=torch.ones(1, 3), add=torch.zeros(1, 3))
+    assert torch.equal(new[0, 2], torch.zeros(3))
+    torch.testing.assert_close(new[0, [0, 1, 3]], memory[0, [0, 1, 3]])
+    added = ntm.write(memory, w, erase=torch.ones(1, 3), add=torch.tensor([[1.0, -2.0, 0.5]]))
+    torch.testing.assert_close(added[0, 2], torch.tensor([1.0, -2.0, 0.5]))
+
+
+def test_hand_checked_write_example():
+    # Row 0 = (1, 2), row 1 = (3, 4); w = (0.5, 0.5); erase (1, 0); add (2, 2).
+    memory = torch.tensor([[[1.0, 2.0], [3.0, 4.0]]])
+    new = ntm.write(memory, torch.tensor([[0.5, 0.5]]), torch.tensor([[1.0, 0.0]]), torch.tensor([[2.0, 2.0]]))
+    torch.testing.assert_close(new, torch.tensor([[[0.5 + 1.0, 2.0 + 1.0], [1.5 + 1.0, 4.0 + 1.0]]]))
+
+
+# --- content addressing ---------------------------------------------------------------------------------------
+
+
+def test_cosine_matches_torch_per_row(gen):
+    memory, key = torch.randn(3, 7, 5, generator=gen), torch.randn(3, 5, generator=gen)
+    expected = torch.stack([
+        torch.stack([F.cosine_similarity(memory[b, i], key[b], dim=0) for i in range(7)]) for b in range(3)
+    ])
+    torch.testing.assert_close(ntm.cosine_similarity(memory, key), expected, atol=1e-6, rtol=1e-5)
+
+
+def test_cosine_of_zero_rows_is_zero_with_finite_gradient(gen):
+    memory = torch.randn(2, 4, 3, generator=gen)
+    memory[:, 1] = 0.0
+    memory.requires_grad_(True)
+    key = torch.randn(2, 3, generator=gen, requires_grad=True)
+    sim = ntm.cosine_similarity(memory, key)
+    assert torch.equal(sim[:, 1].detach(), torch.zeros(2))
+    w = ntm.content_addressing(memory, key, torch.full((2,), 5.0))
+    w.pow(2).sum().backward()
+    assert torch.isfinite(w).all() and torch.isfinite(memory.grad).all() and torch.isfinite(key.grad).all()
+    zero_key = ntm.content_addressing(memory.detach(), torch.zeros(2, 3), torch.full((2,), 5.0))
+    torch.testing.assert_close(zero_key, torch.full((2, 4), 0.25))  # a zero key matches nothing: uniform
+
+
+def test_content_addressing_matches_loop(gen):
+    memory, key = torch.randn(2, 6, 4, generator=gen), torch.randn(2, 4, generator=gen)
+    beta = torch.tensor([0.5, 8.0])
+    expected = torch.empty(2, 6)
+    for b in range(2):
+        cos = [float(memory[b, i] @ key[b] / (memory[b, i].norm() * key[b].norm())) for i in range(6)]
+        exps = [math.exp(float(beta[b]) * c) for c in cos]
+        expected[b] = torch.tensor([e / sum(exps) for e in exps])
+    w = ntm.content_addressing(memory, key, beta)
+    torch.testing.assert_close(w, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2))
+
+
+def test_beta_zero_is_uniform_and_large_beta_finds_the_matching_row(gen):
+    memory = torch.randn(1, 5, 4, generator=gen)
+    key = 3 * memory[:, 3]
+    torch.testing.assert_close(ntm.content_addressing(memory, key, torch.zeros(1)), torch.full((1, 5), 0.2))
+    assert ntm.content_addressing(memory, key, torch.full((1,), 100.0))[0, 3] > 0.99
+
+
+# --- interpolation, shift, sharpening ------------------------------------------------------------------------
+
+
+def test_interpolate_matches_loop_and_endpoints(gen):
+    wc, wp, g = randw(3, 5, gen), randw(3, 5, gen), torch.tensor([0.0, 0.3, 1.0])
+    out = ntm.interpolate(wc, wp, g)
+    for b in range(3):
+        for i in range(5):
+            assert math.isclose(out[b, i], g[b] * wc[b, i] + (1 - g[b]) * wp[b, i], rel_tol=1e-6)
+    torch.testing.assert_close(out[0], wp[0])
+    torch.testing.assert_close(out[2], wc[2])
+    torch.testing.assert_close(out.sum(-1), torch.ones(3))
+
+
+def loop_shift(w: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    """w~(i) = sum_j w(j) s(i - j), with s indexed by the shift i - j taken circularly in [-k, k]."""
+    batch, n = w.shape
+    k = kernel.shape[1] // 2
+    out = torch.zeros_like(w)
+    for b in range(batch):
+        for i in range(n):
+            for j in range(n):
+                for offset in range(-k, k + 1):
+                    if (j + offset) % n == i:
+                        out[b, i] += w[b, j] * kernel[b, offset + k]
+    return out
+
+
+@pytest.mark.parametrize("n,k", [(6, 1), (7, 2), (5, 0)])
+def test_shift_matches_loop(gen, n, k):
+    w = randw(3, n, gen)
+    kernel = torch.softmax(torch.randn(3, 2 * k + 1, generator=gen), dim=-1)
+    out = ntm.shift(w, kernel)
+    torch.testing.assert_close(out, loop_shift(w, kernel))
+    torch.testing.assert_close(out.sum(-1), torch.ones(3))
+
+
+def test_pure_plus_one_shift_is_roll_by_one(gen):
+    w = randw(4, 9, gen)
+    plus_one = torch.tensor([[0.0, 0.0, 1.0]]).expand(4, 3)
+    torch.testing.assert_close(ntm.shift(w, plus_one), torch.roll(w, 1, dims=-1))
+    minus_one = torch.tensor([[1.0, 0.0, 0.0]]).expand(4, 3)
+    torch.testing.assert_close(ntm.shift(w, minus_one), torch.roll(w, -1, dims=-1))
+    last = F.one_hot(torch.tensor([8]), 9).float()  # the last row wraps around to row 0
+    assert ntm.shift(last, plus_one[:1])[0, 0] == 1.0
+
+
+def test_blur_kernel_on_a_focused_weighting():
+    w = F.one_hot(torch.tensor([2]), 5).float()
+    out = ntm.shift(w, torch.tensor([[0.2, 0.6, 0.2]]))
+    torch.testing.assert_close(out, torch.tensor([[0.0, 0.2, 0.6, 0.2, 0.0]]))
+
+
+def loop_sharpen(w: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(w)
+    for b in range(w.shape[0]):
+        powered = [float(w[b, i]) ** float(gamma[b]) for i in range(w.shape[1])]
+        out[b] = torch.tensor([p / sum(powered) for p in powered])
+    return out
+
+
+def test_sharpen_matches_loop_and_gamma_one_is_identity(gen):
+    w, gamma = randw(3, 6, gen), torch.tensor([1.0, 2.5, 10.0])
+    out = ntm.sharpen(w, gamma)
+    torch.testing.assert_close(out, loop_sharpen(w, gamma), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(out[0], w[0])
+    torch.testing.assert_close(out.sum(-1), torch.ones(3))
+    assert (out[2].argmax() == w[2].argmax()) and out[2].max() > w[2].max()
+
+
+def test_sharpen_keeps_zeros_zero_with_finite_gradient():
+    w = torch.tensor([[0.0, 0.25, 0.75, 0.0]], requires_grad=True)
+    gamma = torch.tensor([3.0], requires_grad=True)
+    out = ntm.sharpen(w, gamma)
+    assert out[0, 0] == 0 and out[0, 3] == 0
+    (out * torch.arange(4.0)).sum().backward()
+    assert torch.isfinite(w.grad).all() and torch.isfinite(gamma.grad).all()
+
+
+def test_sharpen_does_not_underflow_and_all_zero_stays_zero():
+    uniform = torch.full((1, 128), 1 / 128)
+    torch.testing.assert_close(ntm.sharpen(uniform, torch.tensor([50.0])), uniform)
+    assert torch.equal(ntm.sharpen(torch.zeros(2, 4), torch.tensor([1.0, 3.0])), torch.zeros(2, 4))
+
+
+def test_address_is_the_four_steps_in_order(gen):
+    memory, key, w_prev = torch.randn(2, 8, 3, generator=gen), torch.randn(2, 3, generator=gen), randw(2, 8, gen)
+    beta, g, gamma = torch.tensor([2.0, 9.0]), torch.tensor([0.2, 0.9]), torch.tensor([1.5, 4.0])
+    kernel = torch.softmax(torch.randn(2, 3, generator=gen), dim=-1)
+    expected = loop_sharpen(loop_shift(ntm.interpolate(ntm.content_addressing(memory, key, beta), w_prev, g),
+                                       kernel), gamma)
+    out = ntm.address(memory, w_prev, key, beta, g, kernel, gamma)
+    torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(out.sum(-1), torch.ones(2))
+
+
+def test_gradcheck_float64():
+    gen = torch.Generator().manual_seed(1)
+    d = dict(dtype=torch.float64)
+
+    def leaf(x):
+        return x.detach().clone().requires_grad_(True)
+
+    memory, key = leaf(torch.randn(2, 5, 3, generator=gen, **d)), leaf(torch.randn(2, 3, generator=gen, **d))
+    w, w2 = leaf(randw(2, 5, gen, torch.float64)), leaf(randw(2, 5, gen, torch.float64))
+    beta, gate, gamma = leaf(torch.tensor([1.5, 4.0], **d)), leaf(torch.tensor([0.3, 0.8], **d)), leaf(
+        torch.tensor([1.0, 2.7], **d))
+    kernel = leaf(torch.softmax(torch.randn(2, 3, generator=gen, **d), -1))
+    erase, add = leaf(torch.rand(2, 3, generator=gen, **d)), leaf(torch.randn(2, 3, generator=gen, **d))
+    gc = torch.autograd.gradcheck
+    assert gc(ntm.cosine_similarity, (memory, key))
+    assert gc(ntm.content_addressing, (memory, key, beta))
+    assert gc(ntm.interpolate, (w, w2, gate))
+    assert gc(ntm.shift, (w, kernel))
+    assert gc(ntm.sharpen, (w, gamma))
+    assert gc(ntm.read, (memory, w))
+    assert gc(ntm.write, (memory, w, erase, add))
+    assert gc(ntm.address, (memory, w2, key, beta, gate, kernel, gamma))
+    raw = leaf(torch.randn(2, 3 + 3 + 3, generator=gen, **d))
+    assert gc(lambda r: ntm.head_parameters(r, 3), (raw,))
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: ntm.read(torch.zeros(2, 5, 3), torch.zeros(2, 4)), r"w must have shape \(batch, N\) = \(2, 5\)"),
+    (lambda: ntm.read(torch.zeros(5, 3), torch.zeros(2, 5)), r"memory must have shape \(batch, N, M\)"),
+    (lambda: ntm.write(torch.zeros(2, 5, 3), torch.zeros(2, 5), torch.zeros(2, 4), torch.zeros(2, 3)),
+     r"erase must have shape \(batch, M\) = \(2, 3\), got \(2, 4\)"),
+    (lambda: ntm.write(torch.zeros(2, 5, 3), torch.zeros(2, 5), torch.zeros(2, 3), torch.zeros(3)),
+     r"add must have shape"),
+    (lambda: ntm.content_addressing(torch.zeros(2, 5, 3), torch.zeros(2, 4), torch.ones(2)), r"key must have"),
+    (lambda: ntm.content_addressing(torch.zeros(2, 5, 3), torch.zeros(2, 3), torch.ones(2, 1)), r"beta must"),
+    (lambda: ntm.interpolate(torch.zeros(2, 5), torch.zeros(2, 4), torch.ones(2)), r"w_prev must have"),
+    (lambda: ntm.interpolate(torch.zeros(2, 5), torch.zeros(2, 5), torch.ones(3)), r"gate must have"),
+    (lambda: ntm.shift(torch.zeros(2, 5), torch.zeros(2, 2)), r"odd number of shifts, got \(2, 2\)"),
+    (lambda: ntm.shift(torch.zeros(2, 5), torch.zeros(3, 3)), r"kernel must have shape \(batch, 2k\+1\)"),
+    (lambda: ntm.shift(torch.zeros(5), torch.zeros(1, 3)), r"w must have shape \(batch, N\), got \(5,\)"),
+    (lambda: ntm.sharpen(torch.zeros(2, 5), torch.ones(2, 5)), r"gamma must have shape \(batch,\)"),
+    (lambda: ntm.head_parameters(torch.zeros(2, 9), 4), r"raw must have shape \(batch, M \+ 3 \+ 2k\+1\)"),
+    (lambda: ntm.write_vectors(torch.zeros(2, 5)), r"raw must have shape \(batch, 2M\)"),
+])
+def test_bad_shapes_raise_clear_errors(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_head_parameters_land_in_their_ranges(gen):
+    raw = 10 * torch.randn(50, 4 + 3 + 3, generator=gen)
+    p = ntm.head_parameters(raw, 4)
+    torch.testing.assert_close(p.key, raw[:, :4])
+    assert (p.beta >= 0).all() and ((p.gate >= 0) & (p.gate <= 1)).all() and (p.gamma >= 1).all()
+    torch.testing.assert_close(p.kernel.sum(-1), torch.ones(50))
+    torch.testing.assert_close(p.beta, F.softplus(raw[:, 4]))
+    erase, add = ntm.write_vectors(raw[:, :8])
+    assert ((erase >= 0) & (erase <= 1)).all() and (add.abs() <= 1).all() and erase.shape == (50, 4)
+
+
+# --- the machine ---------------------------------------------------------------------------------------------
+
+
+def small_ntm() -> ntm.NTM:
+    torch.manual_seed(0)
+    return ntm.NTM(3, 2, hidden_size=16, memory_rows=10, memory_width=4)
+
+
+def test_ntm_shapes_trace_and_weightings():
+    model = small_ntm()
+    inputs = torch.randn(5, 7, 3)
+    outputs, state, trace = model.run(inputs, trace=True)
+    assert outputs.shape == (5, 7, 2) and state.memory.shape == (5, 10, 4) and state.weights.shape == (5, 2, 10)
+    assert trace.read_weights.shape == (5, 7, 10) and trace.write_weights.shape == (5, 7, 10)
+    assert trace.read_vectors.shape == (5, 7, 4) and trace.add_vectors.shape == (5, 7, 4)
+    torch.testing.assert_close(trace.read_weights.sum(-1), torch.ones(5, 7))
+    torch.testing.assert_close(trace.write_weights.sum(-1), torch.ones(5, 7))
+    torch.testing.assert_close(model(inputs), outputs)
+    with pytest.raises(ValueError, match=r"input_size = 3, got \(5, 7, 4\)"):
+        model(torch.randn(5, 7, 4))
+
+
+def test_state_is_explicit_so_runs_can_be_split():
+    model = small_ntm()
+    inputs = torch.randn(2, 6, 3)
+    whole, _, _ = model.run(inputs)
+    first, state, _ = model.run(inputs[:, :4])
+    second, _, _ = model.run(inputs[:, 4:], state)
+    torch.testing.assert_close(torch.cat([first, second], dim=1), whole)
+    torch.testing.assert_close(model.run(inputs)[0], whole)  # nothing remembered between calls
+
+
+def test_both_heads_in_one_call_equal_one_head_at_a_time():
+    model = small_ntm()
+    state = model.initial_state(3)
+    state = model.run(torch.randn(3, 4, 3), state)[1]  # a memory with content and heads that have moved
+    x = torch.randn(3, 3)
+    _, new_state, add = model.step(x, state)
+    h, _ = model.controller(torch.cat([x, state.read], -1), state.controller)
+    raw = model.head_layer(h).reshape(3, 2, -1)
+    for head in range(2):
+        expected = ntm.address(state.memory, state.weights[:, head], *ntm.head_parameters(raw[:, head], 4))
+        torch.testing.assert_close(new_state.weights[:, head], expected)
+    erase, add_expected = ntm.write_vectors(model.write_layer(h))
+    torch.testing.assert_close(add, add_expected)
+    torch.testing.assert_close(new_state.read, ntm.read(state.memory, new_state.weights[:, 0]))
+    torch.testing.assert_close(new_state.memory, ntm.write(state.memory, new_state.weights[:, 1], erase, add))
+
+
+def test_gradient_reaches_every_parameter_and_a_tiny_copy_is_learned():
+    model = ntm.NTM(3, 2, hidden_size=32, memory_rows=8, memory_width=6)
+    gen = torch.Generator().manual_seed(0)
+    inputs, targets = copytask.copy_batch(8, 3, generator=gen, bits=2)
+    batch = (inputs, targets)
+    loss = copytask.copy_loss(model, batch)
+    loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    first = loss.item()
+    for _ in range(150):
+        optimizer.zero_grad()
+        loss = copytask.copy_loss(model, batch)
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.1 * first
+
+
+def test_lstm_baseline_shapes():
+    model = ntm.LSTMBaseline(9, 8, hidden_size=12, layers=2)
+    assert model(torch.randn(4, 11, 9)).shape == (4, 11, 8)
+
+
+# --- the copy task -------------------------------------------------------------------------------------------
+
+
+def test_copy_batch_layout():
+    inputs, targets = copytask.copy_batch(3, 4, generator=torch.Generator().manual_seed(0))
+    assert inputs.shape == (3, 9, 9) and targets.shape == (3, 4, 8)
+    assert torch.equal(inputs[:, :4, :8], targets) and torch.equal(inputs[:, :4, 8], torch.zeros(3, 4))
+    assert torch.equal(inputs[:, 4], F.one_hot(torch.tensor(8), 9).float().expand(3, 9))
+    assert torch.equal(inputs[:, 5:], torch.zeros(3, 4, 9))
+    assert set(targets.unique().tolist()) == {0.0, 1.0}
+
+
+def test_sampler_is_deterministic_per_step_and_in_range():
+    a, b = copytask.copy_sampler(4, seed=1), copytask.copy_sampler(4, seed=1)
+    lengths = set()
+    for step in (5, 1, 3):
+        (xa, ya), (xb, yb) = a(step), b(step)
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)
+    for step in range(200):
+        lengths.add(a(step)[1].shape[1])
+    assert lengths == set(range(1, 21))
+    assert not torch.equal(a(1)[0], copytask.copy_sampler(4, seed=2)(1)[0])
+    with pytest.raises(ValueError, match="min_length <= max_length"):
+        copytask.copy_sampler(4, seed=0, min_length=5, max_length=3)
+
+
+def test_bits_per_sequence_counts_wrong_bits_and_nan():
+    targets = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0]]])
+    logits = torch.tensor([[[2.0, -1.0], [1.0, 3.0]], [[float("nan"), 1.0], [-1.0, 0.0]]])
+    torch.testing.assert_close(copytask.bits_per_sequence(logits, targets), torch.tensor([1.0, 1.0]))
+
+
+class Oracle(nn.Module):
+    """Outputs the input vectors again during the last L steps (as logits +-5): a perfect copier."""
+
+    def forward(self, inputs):
+        length = (inputs.shape[1] - 1) // 2
+        out = torch.zeros(inputs.shape[0], inputs.shape[1], 8)
+        out[:, -length:] = 10 * inputs[:, :length, :8] - 5
+        return out
+
+
+def test_evaluate_lengths_on_a_perfect_and_a_silent_model():
+    assert copytask.evaluate_lengths(Oracle(), [1, 7, 30], n=4) == {1: 0.0, 7: 0.0, 30: 0.0}
+    silent = copytask.evaluate_lengths(lambda_module(lambda x: -torch.ones(x.shape[0], x.shape[1], 8)), [10], n=64)
+    assert abs(silent[10] - 40) < 5  # it misses every 1, about half of 80 bits
+
+
+def lambda_module(fn):
+    class Wrapped(nn.Module):
+        def forward(self, inputs):
+            return fn(inputs)
+
+    return Wrapped()
+
+
+def test_train_copy_is_deterministic_and_keeps_the_best_checkpoint():
+    def run():
+        torch.manual_seed(0)
+        model = ntm.LSTMBaseline(9, 8, hidden_size=8, layers=1)
+        history = copytask.train_copy(model, steps=6, seed=3, eval_every=3)
+        return model, history
+
+    (m1, h1), (_, h2) = run(), run()
+    assert h1.loss == h2.loss and [e["val_bits"] for e in h1.evals] == [e["val_bits"] for e in h2.evals]
+    assert len(h1.evals) == 2 and h1.best_step in (3, 6) and h1.examples == 6 * 32
+    best = min(h1.evals, key=lambda e: e["val_loss"])
+    val_generator = torch.Generator().manual_seed(3 + 10_000)
+    losses = []
+    for length in copytask.VAL_LENGTHS:
+        inputs, targets = copytask.copy_batch(32, length, generator=val_generator)
+        with torch.no_grad():
+            losses.append(copytask.sequence_loss(copytask.copy_outputs(m1(inputs), targets), targets).item())
+    assert math.isclose(sum(losses) / len(losses), best["val_loss"], rel_tol=1e-5)
+
+
+def test_sequence_loss_is_summed_per_sequence_and_averaged_over_the_batch():
+    gen = torch.Generator().manual_seed(0)
+    logits, targets = torch.randn(4, 3, 2, generator=gen), torch.randint(0, 2, (4, 3, 2), generator=gen).float()
+    per_sequence = [sum(F.binary_cross_entropy_with_logits(logits[b, t, i], targets[b, t, i]).item()
+                        for t in range(3) for i in range(2)) for b in range(4)]
+    assert math.isclose(copytask.sequence_loss(logits, targets).item(), sum(per_sequence) / 4, rel_tol=1e-5)
+
+
+def test_experiment_prints_a_table_and_counts_failures(capsys):
+    from attnlab.experiments import ntm_copy
+
+    ntm_copy.main(["--seeds", "2", "--steps", "1", "--eval-sequences", "1"])
+    out = capsys.readouterr().out
+    assert "| length | seed 0 | seed 1 | mean | std |" in out
+    assert all(f"| {n} |" in out for n in (10, 20, 30, 40, 50, 60))
+    assert "failed seeds (>= 0.1 bits per sequence at length 20): 2 of 2" in out
+    table = {"a": {n: 1.0 for n in ntm_copy.LENGTHS}, "b": {n: 3.0 for n in ntm_copy.LENGTHS}}
+    assert "| 10 | 1.00 | 3.00 | 2.00 | 1.41 |" in ntm_copy.table(table)
+
+
+def test_plots_of_weightings_and_sequences_label_their_axes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnlab.plot import sequence_images, weighting_panels
+
+    fig = weighting_panels({"a": torch.full((5,), 0.2), "b": F.one_hot(torch.tensor(2), 5).float()}, ncols=1)
+    assert [ax.get_xlabel() for ax in fig.axes] == ["memory row", "memory row"]
+    fig = sequence_images({"x": torch.rand(7, 3), "y": torch.rand(4, 3)}, ylabel="bit", cbar_label="P")
+    assert fig.axes[0].get_ylabel() == "bit" and fig.axes[-1].get_ylabel() == "P"  # the last axis: colour bar
+    with pytest.raises(ValueError, match=r"panel 'x' must be a weighting of shape \(N,\)"):
+        weighting_panels({"x": torch.rand(2, 3)})
+    with pytest.raises(ValueError, match=r"panel 'x' must have shape \(T, channels\)"):
+        sequence_images({"x": torch.rand(3)})
+    plt.close("all")

@@ -1,0 +1,259 @@
+"""Pointer network: shapes, masking, decoding, likelihood against brute force, errors, gradients."""
+
+import itertools
+
+import pytest
+import torch
+
+from attnlab.attention import AdditiveScore, masked_softmax
+from attnlab.pointer import PAD, PointerNet, masked_log_softmax
+
+
+def make(d_input=2, d_hidden=8, end_token=False, seed=0, dtype=torch.float64):
+    torch.manual_seed(seed)
+    return PointerNet(d_input, d_hidden, end_token=end_token).to(dtype)
+
+
+def points(batch, n, d=2, seed=1):
+    return torch.rand(batch, n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def is_permutation(rows: torch.Tensor, n: int) -> bool:
+    return bool((rows.sort(dim=-1).values == torch.arange(n)).all())
+
+
+def test_masked_log_softmax_is_the_log_of_masked_softmax():
+    scores = torch.randn(4, 6, dtype=torch.float64)
+    allowed = torch.rand(4, 6) > 0.4
+    allowed[:, 0] = True
+    expected = masked_softmax(scores, allowed)
+    torch.testing.assert_close(masked_log_softmax(scores, allowed).exp(), expected)
+    assert torch.isneginf(masked_log_softmax(scores, allowed)[~allowed]).all()
+
+
+def test_uses_the_additive_score_of_the_attention_module():
+    model = make()
+    assert isinstance(model.score, AdditiveScore)
+    x = points(3, 5)
+    encoded = model.encode(x)
+    decoder_states = torch.randn(3, 2, 8, dtype=torch.float64)
+    u = model.pointer_scores(decoder_states, encoded)
+    # u[b, t, j] = v^T tanh(W1 h_j + b + W2 s_t), written out by hand
+    w1, b1 = model.score.key_proj.weight, model.score.key_proj.bias
+    w2, v = model.score.query_proj.weight, model.score.v
+    for b, t, j in itertools.product(range(3), range(2), range(5)):
+        by_hand = v @ torch.tanh(w1 @ encoded.keys[b, j] + b1 + w2 @ decoder_states[b, t])
+        torch.testing.assert_close(u[b, t, j], by_hand)
+
+
+def test_teacher_forced_shapes_and_normalisation():
+    model = make()
+    x = points(3, 6)
+    targets = torch.stack([torch.randperm(6) for _ in range(3)])
+    log_probs = model(x, targets)
+    assert log_probs.shape == (3, 6, 6)
+    torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(3, 6, dtype=torch.float64))
+    assert model.log_likelihood(x, targets).shape == (3,)
+
+
+def test_masking_in_teacher_forcing():
+    model = make()
+    x = points(2, 5)
+    targets = torch.tensor([[3, 1, 4, 0, 2], [0, 1, 2, 3, 4]])
+    probs = model(x, targets).exp()
+    for b, t in itertools.product(range(2), range(5)):
+        earlier = targets[b, :t]
+        assert (probs[b, t, earlier] == 0).all()
+        later = targets[b, t:]
+        assert (probs[b, t, later] > 0).all()
+    assert torch.allclose(probs[:, -1].max(-1).values, torch.ones(2, dtype=torch.float64))  # one left: certain
+
+
+@pytest.mark.parametrize("n", [1, 3, 4])
+def test_probabilities_of_all_permutations_sum_to_one(n):
+    model = make()
+    x = points(1, n)
+    perms = torch.tensor(list(itertools.permutations(range(n))))
+    likelihood = model.log_likelihood(x.expand(len(perms), -1, -1), perms).exp()
+    torch.testing.assert_close(likelihood.sum(), torch.tensor(1.0, dtype=torch.float64))
+
+
+def test_log_likelihood_matches_a_step_by_step_brute_force():
+    model = make()
+    x = points(2, 4)
+    targets = torch.tensor([[2, 0, 3, 1], [1, 3, 0, 2]])
+    expected = torch.zeros(2, dtype=torch.float64)
+    for b in range(2):  # one sequence at a time, one step at a time, the softmax over the unchosen written out
+        keys, (h, c) = model.encoder(model.embed(x[b : b + 1]))
+        state, previous, chosen = (h, c), model.start.view(1, 1, -1), []
+        for t in range(4):
+            out, state = model.decoder(previous, state)
+            u = model.score(out, keys)[0, 0]
+            unchosen = [j for j in range(4) if j not in chosen]
+            expected[b] += u[targets[b, t]] - torch.logsumexp(u[unchosen], dim=0)
+            chosen.append(int(targets[b, t]))
+            previous = model.embed(x[b : b + 1, targets[b, t]]).view(1, 1, -1)
+    torch.testing.assert_close(model.log_likelihood(x, targets), expected)
+
+
+def test_end_token_sequences_sum_to_one_and_padding_is_ignored():
+    model = make(end_token=True)
+    n = 3
+    x = points(1, n)
+    rows = [list(p) + [n] + [PAD] * (n - k) for k in range(n + 1) for p in itertools.permutations(range(n), k)]
+    targets = torch.tensor(rows)
+    assert model(x.expand(len(rows), -1, -1), targets).shape == (len(rows), n + 1, n + 1)
+    torch.testing.assert_close(model.log_likelihood(x.expand(len(rows), -1, -1), targets).exp().sum(),
+                               torch.tensor(1.0, dtype=torch.float64))
+    short = torch.tensor([[2, 0, n, PAD]])
+    longer = torch.tensor([[2, 0, n]])
+    torch.testing.assert_close(model.log_likelihood(x, short), model.log_likelihood(x, longer))
+
+
+@pytest.mark.parametrize("end_token", [False, True])
+def test_greedy_never_repeats_and_reports_its_likelihood(end_token):
+    model = make(end_token=end_token)
+    x = points(16, 7)
+    decoded = model.greedy(x)
+    steps = 8 if end_token else 7
+    assert decoded.indices.shape == (16, steps) and decoded.probs.shape == (16, steps, 7 + end_token)
+    for row in decoded.indices:
+        chosen = row[(row >= 0) & (row < 7)]
+        assert len(chosen.unique()) == len(chosen)
+    if not end_token:
+        assert is_permutation(decoded.indices, 7)
+    torch.testing.assert_close(decoded.log_prob, model.log_likelihood(x, decoded.indices))
+    # each step picks the most probable allowed input
+    live = decoded.indices >= 0
+    picked = decoded.probs.gather(2, decoded.indices.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    assert (picked[live] == decoded.probs.max(-1).values[live]).all()
+
+
+def test_greedy_without_mask_can_repeat_an_input():
+    model = make()
+    with torch.no_grad():  # every score becomes v^T tanh(0) = 0: all inputs tie at every step
+        model.score.key_proj.weight.zero_()
+        model.score.key_proj.bias.zero_()
+        model.score.query_proj.weight.zero_()
+    x = points(4, 5)
+    assert (model.greedy(x, mask_chosen=False).indices == 0).all()  # argmax takes the first of the ties
+    torch.testing.assert_close(model.greedy(x).indices, torch.arange(5).expand(4, 5))
+
+
+@pytest.mark.parametrize("end_token", [False, True])
+def test_beam_search_never_repeats_and_is_sorted(end_token):
+    model = make(end_token=end_token)
+    x = points(6, 6)
+    indices, scores = model.beam_search(x, width=4)
+    assert indices.shape == (6, 4, 7 if end_token else 6) and scores.shape == (6, 4)
+    assert (scores[:, :-1] >= scores[:, 1:]).all()
+    for b, w in itertools.product(range(6), range(4)):
+        row = indices[b, w]
+        chosen = row[(row >= 0) & (row < 6)]
+        assert len(chosen.unique()) == len(chosen)
+        torch.testing.assert_close(scores[b, w], model.log_likelihood(x[b : b + 1], row[None])[0])
+    # the beams of one input are distinct sequences
+    for b in range(6):
+        assert len({tuple(r.tolist()) for r in indices[b]}) == 4
+
+
+@pytest.mark.parametrize("end_token", [False, True])
+def test_beam_width_one_is_greedy(end_token):
+    model = make(end_token=end_token)
+    x = points(10, 6)
+    indices, scores = model.beam_search(x, width=1)
+    greedy = model.greedy(x)
+    torch.testing.assert_close(indices[:, 0], greedy.indices)
+    torch.testing.assert_close(scores[:, 0], greedy.log_prob)
+
+
+def test_full_beam_finds_the_most_probable_permutation_of_three():
+    model = make()
+    x = points(5, 3)
+    perms = torch.tensor(list(itertools.permutations(range(3))))
+    best, _ = model.beam_search(x, width=3)
+    for b in range(5):
+        likelihood = model.log_likelihood(x[b : b + 1].expand(6, -1, -1), perms)
+        # width 3 keeps every prefix of length 1, and each has only two completions: the search is exhaustive
+        torch.testing.assert_close(best[b, 0], perms[likelihood.argmax()])
+
+
+def test_errors_on_bad_shapes_and_targets():
+    model = make()
+    x = points(2, 4)
+    with pytest.raises(ValueError, match=r"\(batch, n, d_input\)"):
+        model.greedy(x[0])
+    with pytest.raises(ValueError, match="size 2 in dimension 2"):
+        model.greedy(points(2, 4, d=3))
+    with pytest.raises(ValueError, match=r"\(batch, T\)"):
+        model.log_likelihood(x, torch.tensor([0, 1, 2, 3]))
+    with pytest.raises(ValueError, match="same batch size"):
+        model.log_likelihood(x, torch.tensor([[0, 1, 2, 3]]))
+    with pytest.raises(ValueError, match="positions in 0..3"):
+        model.log_likelihood(x, torch.tensor([[0, 1, 2, 4], [0, 1, 2, 3]]))
+    with pytest.raises(ValueError, match="already chose"):
+        model.log_likelihood(x, torch.tensor([[0, 1, 1, 3], [0, 1, 2, 3]]))
+    with pytest.raises(ValueError, match="integer"):
+        model.log_likelihood(x, torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="width must be between 1 and"):
+        model.beam_search(x, width=5)
+    with pytest.raises(ValueError, match="d_hidden must be > 0"):
+        PointerNet(2, 0)
+    with_end = make(end_token=True)
+    for bad in ([[0, PAD, 4, PAD, PAD], [0, 1, 2, 3, 4]], [[0, 4, 1, PAD, PAD], [0, 1, 2, 3, 4]]):
+        with pytest.raises(ValueError, match="exactly after the end"):
+            with_end.log_likelihood(x, torch.tensor(bad))
+
+
+def test_gradient_reaches_every_parameter_and_passes_gradcheck():
+    model = make(end_token=True)
+    x = points(3, 4)
+    targets = torch.tensor([[1, 2, 4, PAD, PAD], [0, 3, 2, 1, 4], [3, 0, 1, 4, PAD]])
+    model.loss(x, targets).backward()
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+    x = x.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda inputs: model.log_likelihood(inputs, targets), (x,))
+
+
+def test_training_learns_to_sort_three_numbers():
+    torch.manual_seed(0)
+    model = PointerNet(1, 16)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(150):
+        values = torch.rand(64, 3, 1, generator=gen)
+        loss = model.loss(values, values.squeeze(-1).argsort(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    values = torch.rand(500, 3, 1, generator=gen)
+    accuracy = (model.greedy(values).indices == values.squeeze(-1).argsort(-1)).all(-1).float().mean()
+    assert accuracy > 0.9
+
+
+def test_pointer_distributions_figure_marks_the_chosen_inputs():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.plot import pointer_distributions
+
+    model = make(end_token=True)
+    decoded = model.greedy(points(1, 4))
+    ax = pointer_distributions(decoded.probs[0], chosen=decoded.indices[0])
+    marked = ax.collections[-1].get_offsets()
+    live = decoded.indices[0][(decoded.indices[0] >= 0) & (decoded.indices[0] <= 4)]
+    assert len(marked) == len(live)  # padding after the end token is not marked
+    assert ax.get_xlabel() == "input position j" and ax.get_ylabel() == "output step t"
+
+
+def test_full_scale_tsp_command_runs_at_toy_size(capsys):
+    from attnlab.experiments.pointer_tsp import main
+
+    main(["--steps", "3", "--hidden", "8", "--train-size", "64", "--test-size", "40", "--beam", "3",
+          "--batch-size", "16"])
+    out = capsys.readouterr().out
+    for row in ("optimal (Held-Karp)", "pointer network, greedy", "beam 3 (shortest)", "nearest neighbour",
+                "2-opt"):
+        assert row in out
+    assert "0.00%" in out.split("optimal (Held-Karp)")[1].splitlines()[0]  # the optimum has no gap
