@@ -253,7 +253,7 @@ def test_input_feeding_passes_the_attention_on_to_the_next_rnn_update():
         src, mask = source_batch([5])
         state = model.decoder.decode_init(model.encode(src, mask))
         # another memory changes the attention of the next step; only input feeding carries that into h_(t+1)
-        other = {**state, "memory": state["memory"].flip(1)}
+        other = {**state, "memory": state["memory"] + 1.0}
         _, after, _ = model.decoder.decode_step(state, torch.tensor([4]))
         _, after_other, _ = model.decoder.decode_step(other, torch.tensor([4]))
         torch.testing.assert_close(after["hidden"], after_other["hidden"])  # h_t is computed before attending

@@ -122,11 +122,13 @@ def sequence_images(
     side_by_side: bool = False,
     height: float = 1.6,
     title: str | None = None,
+    y_start: int = 0,
 ) -> plt.Figure:
     """Sequences ``{label: (T, channels)}`` as images with time to the right, sharing one colour bar.
 
     Used for the bits of a copy-task sequence (input, target, output) and for a head's weighting over the
-    memory rows at every time step. Panels are stacked (or placed ``side_by_side``).
+    memory rows at every time step. Panels are stacked (or placed ``side_by_side``); the channels are numbered
+    from ``y_start`` on the y axis (e.g. negative for memory rows counted backwards from row 0).
     """
     arrays = {label: _numpy(x) for label, x in panels.items()}
     for label, x in arrays.items():
@@ -141,7 +143,7 @@ def sequence_images(
         fig, axes = plt.subplots(n, 1, figsize=(width, height * n + 0.6), squeeze=False)
     for ax, (label, x) in zip(axes.flat, arrays.items(), strict=True):
         image = ax.imshow(x.T, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest",
-                          origin="lower")
+                          origin="lower", extent=(-0.5, x.shape[0] - 0.5, y_start - 0.5, y_start + x.shape[1] - 0.5))
         ax.set_title(label, fontsize=10)
         ax.set_ylabel(ylabel)
         ax.set_xlabel(xlabel)

@@ -77,7 +77,8 @@ def main(argv: list[str]) -> None:
                     batch_size=args.batch_size, lr=args.lr,
                     lr_factor=lambda step: 1.0 if step < 0.7 * args.steps else 0.1 if step < 0.9 * args.steps else 0.01,
                     evaluate=evaluate, eval_every=max(1, args.steps // 20), desc="training")
-    print(f"training: {args.steps} steps in {history.seconds:.0f} s; validation gap by step: "
+    print(f"training: {args.steps} steps in {history.seconds:.0f} s; greedy gap on {validation.stop} test "
+          "instances by step (monitoring only, no model selection): "
           + ", ".join(f"{int(e['step'])}: {e['greedy_gap']:.2%}" for e in history.evals), flush=True)
     if args.save:
         torch.save(model.state_dict(), args.save)
