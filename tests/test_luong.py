@@ -30,21 +30,7 @@ from attnlab.seq2seq import (
     beam_search,
     luong_score,
 )
-
-V_SRC, V_TGT = 11, 9
-
-
-def source_batch(lengths, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    s = max(lengths)
-    src = torch.randint(1, V_SRC, (len(lengths), s), generator=gen)
-    mask = torch.arange(s) < torch.tensor(lengths)[:, None]
-    return src.masked_fill(~mask, 0), mask
-
-
-def target_batch(batch, length, seed=1):
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randint(3, V_TGT, (batch, length), generator=gen)
+from tests.seq2seq_data import V_SRC, V_TGT, source_batch, target_batch
 
 
 def make_model(decoder_cls=LuongDecoder, seed=0, cell="gru", hidden=4, **kwargs):

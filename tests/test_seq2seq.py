@@ -19,8 +19,7 @@ from attnlab.seq2seq import (
     check_source,
     map_state,
 )
-
-V_SRC, V_TGT = 11, 9
+from tests.seq2seq_data import V_SRC, V_TGT, source_batch, target_batch
 
 
 def make_model(attention=True, cell="gru", bidirectional=True, hidden=8, seed=0, score=None):
@@ -31,19 +30,6 @@ def make_model(attention=True, cell="gru", bidirectional=True, hidden=8, seed=0,
     else:
         decoder = Decoder(V_TGT, 4, 6, encoder.output_size, cell=cell)
     return Seq2Seq(encoder, decoder).eval()
-
-
-def source_batch(lengths, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    s = max(lengths)
-    src = torch.randint(1, V_SRC, (len(lengths), s), generator=gen)
-    mask = torch.arange(s) < torch.tensor(lengths)[:, None]
-    return src.masked_fill(~mask, 0), mask
-
-
-def target_batch(batch, length, seed=1):
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randint(3, V_TGT, (batch, length), generator=gen)
 
 
 # ----- encoder -----
