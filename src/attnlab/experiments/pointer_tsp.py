@@ -1,11 +1,12 @@
 """Full-scale pointer network on the travelling salesman problem with 10 cities.
 
-    python -m attnlab.experiments pointer-tsp [--steps 30000] [--hidden 256] [--train-size 500000] ...
+    python -m attnlab.experiments pointer-tsp [--steps 24000] [--hidden 128] [--train-size 300000] ...
 
 Generates exact optimal tours (Held-Karp) as labels, trains a :class:`attnlab.pointer.PointerNet` on them, and
 evaluates on a separate test set (10,000 instances by default): the mean tour length and the optimality gap
 (``mean length / mean optimal length - 1``) of greedy decoding, of beam search (the shortest of the beam's
-tours), of nearest neighbour and of 2-opt. The target for greedy decoding is a gap of at most 1%.
+tours), of nearest neighbour and of 2-opt. The target for greedy decoding is a gap of at most 1%. With the
+default settings the run takes about 18 minutes on an otherwise idle 2-core CPU.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m attnlab.experiments pointer-tsp", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cities", type=int, default=10)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--steps", type=int, default=30000)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=24000)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--train-size", type=int, default=500_000, help="instances with optimal labels")
+    parser.add_argument("--train-size", type=int, default=300_000, help="instances with optimal labels")
     parser.add_argument("--test-size", type=int, default=10_000)
     parser.add_argument("--beam", type=int, default=10, help="beam width (0: no beam search)")
     parser.add_argument("--seed", type=int, default=0)
