@@ -22,10 +22,7 @@ from attnlab.attention import (
     scaled_cosine_score,
     scaled_dot_score,
 )
-
-
-def randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+from tests.tensors import randn
 
 
 def random_mask(*shape, seed=0):

@@ -13,10 +13,7 @@ from attnlab.attention import (
     padding_mask,
     scaled_dot_score,
 )
-
-
-def randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+from tests.tensors import randn
 
 
 def twin_modules(d_model, n_heads, *, bias=True, seed=0):

@@ -8,11 +8,7 @@ from torch import nn
 
 from attnlab.attention import padding_mask
 from attnlab.selfattention import SelfAttentionEncoder, SelfAttentionLayer, sinusoidal_positions
-
-
-def randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
-
+from tests.tensors import randn
 
 # --- positional encoding ----------------------------------------------------------------------------------------
 

@@ -7,10 +7,7 @@ from attnlab.seq2seq import Encoded
 from attnlab.simple_attention import ParameterizedAttentionDecoder, SimpleAttentionDecoder, slide_attention_model
 from attnlab.tasks.reversal import REVERSAL_WORDS, reversal_batches, reversal_example, sample_reversals
 from attnlab.tasks.translation import DICTIONARY, TARGET_VOCAB, make_batch
-
-
-def randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+from tests.tensors import randn
 
 
 def encoded(batch=2, length=5, size=6, lengths=(5, 3), seed=0, dtype=torch.float32):
