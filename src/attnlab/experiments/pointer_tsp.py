@@ -62,6 +62,7 @@ def main(argv: list[str]) -> None:
     print(f"labels: {args.train_size + args.test_size} instances in {time.perf_counter() - start:.0f} s", flush=True)
     optimal = tour_length(test_points, test_tours).mean().item()
     validation = slice(0, min(2000, args.test_size))
+    validation_optimal = tour_length(test_points[validation], test_tours[validation]).mean().item()
 
     def next_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
         index = torch.randint(0, args.train_size, (args.batch_size,), generator=generator)
@@ -71,7 +72,7 @@ def main(argv: list[str]) -> None:
     def evaluate(model: PointerNet) -> dict[str, float]:
         points = test_points[validation]
         greedy = tour_length(points, model.greedy(points).indices).mean().item()
-        return {"greedy_gap": greedy / tour_length(points, test_tours[validation]).mean().item() - 1}
+        return {"greedy_gap": greedy / validation_optimal - 1}
 
     model = PointerNet(2, args.hidden)
     history = train(model, next_batch, lambda m, batch: m.loss(*batch), steps=args.steps,
