@@ -1,54 +1,272 @@
-"""The machinery behind every ``check_*`` function: run the student's code, compare, explain what is wrong."""
+"""The machinery behind every ``check_*`` function: run the student's code, compare, explain what is wrong.
+
+A check is a function decorated with :func:`exercise_check`. The decorator
+
+- registers it in :data:`CHECKS` with the library code the exercise asks the student to write, so that tests can
+  verify that no chapter shows that code before the exercise;
+- rejects an answer that delegates to that library code, or to the check's own ``_reference_*`` functions;
+- turns every failure into an :class:`ExerciseError` whose message says what is wrong, never a raw traceback
+  from inside the check, and never the expected value;
+- when the check is called with ``seed=None`` (as the graded hidden tests do), draws fresh inputs and names the
+  seed in the message, so that the failing case can be replayed.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import numbers
+import secrets
+import sys
 from collections.abc import Callable
-from typing import Any
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any, TypeVar
 
+import numpy as np
 import torch
+
+PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ExerciseError(AssertionError):
     """A check failed; the message says what is wrong and, where it can, what to look at."""
 
 
+@dataclass(frozen=True)
+class CheckInfo:
+    """A registered check: its name and the library objects whose code the exercise asks for."""
+
+    name: str
+    module: str
+    exercised: tuple[object, ...]
+
+    def forbidden_code(self) -> dict[CodeType, str]:
+        """Code objects the student's answer must not call: the exercised objects and the check's references."""
+        objects = list(self.exercised)
+        module = sys.modules[self.module]
+        objects += [value for key, value in vars(module).items() if key.startswith("_reference")]
+        codes: dict[CodeType, str] = {}
+        for obj in objects:
+            for code in _code_objects(obj):
+                codes[code] = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+        return codes
+
+
+CHECKS: dict[str, CheckInfo] = {}
+_active: ContextVar[CheckInfo | None] = ContextVar("active_check", default=None)
+_drawn_seed: ContextVar[int | None] = ContextVar("drawn_seed", default=None)
+
+
+def _code_objects(obj: object) -> list[CodeType]:
+    """The code objects of a function, a method, or every function defined in a class's body."""
+    obj = inspect.unwrap(obj) if callable(obj) else obj
+    if inspect.isclass(obj):
+        codes = []
+        for member in vars(obj).values():
+            member = getattr(member, "__func__", member)
+            if isinstance(member, property):
+                member = member.fget
+            if inspect.isfunction(member):
+                codes.append(member.__code__)
+        return codes
+    function = getattr(obj, "__func__", obj)
+    return [function.__code__] if inspect.isfunction(function) else []
+
+
+def exercise_check(*exercised: object) -> Callable[[F], F]:
+    """Decorate a ``check_*`` function; ``exercised`` is the library code that the exercise asks the student to write."""
+
+    def decorate(check: F) -> F:
+        info = CheckInfo(check.__name__, check.__module__, exercised)
+        CHECKS[check.__name__] = info
+
+        @functools.wraps(check)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # noqa: F841 -- IPython and pytest hide this frame from tracebacks
+            active, drawn = _active.set(info), _drawn_seed.set(None)
+            try:
+                return check(*args, **kwargs)
+            except ExerciseError as exc:
+                raise ExerciseError(_with_seed(str(exc))) from None
+            except Exception as exc:  # a failure inside the check is reported as a problem with the answer
+                raise ExerciseError(_with_seed(
+                    f"{check.__name__} could not use your answer ({type(exc).__name__}: {exc}). Look at the type, "
+                    "shape and dtype of what your function returns.")) from None
+            finally:
+                _active.reset(active)
+                _drawn_seed.reset(drawn)
+
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
+def _with_seed(message: str) -> str:
+    seed = _drawn_seed.get()
+    if seed is None:
+        return message
+    return f"{message} [inputs drawn at random: call the check with seed={seed} to see this case again]"
+
+
+def generator(seed: int | None) -> torch.Generator:
+    """A torch generator for the check's inputs: ``seed`` fixed (the public check), or ``None`` for a fresh draw."""
+    if seed is None:
+        seed = secrets.randbelow(2**31)
+        _drawn_seed.set(seed)
+    return torch.Generator().manual_seed(seed)
+
+
 def describe(x: Any) -> str:
     """A short description of an argument for messages: tensors by shape, other values by repr."""
     if isinstance(x, torch.Tensor):
         return f"tensor{tuple(x.shape)}"
-    return repr(x)
+    text = repr(x)
+    return text if len(text) <= 40 else f"{type(x).__name__}(...)"
+
+
+def _argument_names(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    """(name, value) for every argument of the call, named as in the student's signature where possible."""
+    try:
+        bound = inspect.signature(fn).bind_partial(*args, **kwargs)
+        return list(bound.arguments.items())
+    except (TypeError, ValueError):
+        return [(f"argument {i + 1}", a) for i, a in enumerate(args)] + list(kwargs.items())
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+def _delegation_profiler(forbidden: dict[CodeType, str], hits: list[str]) -> Callable:
+    """A ``sys.setprofile`` hook that records calls of forbidden code made by the student's code itself.
+
+    A forbidden function called from inside other library code (the student calls an allowed library function
+    that uses it) is not delegation; one reached from the student's code through torch or Python alone is.
+    """
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call" or frame.f_code not in forbidden:
+            return
+        caller = frame.f_back
+        while caller is not None and caller.f_code is not _invoke.__code__:
+            if caller.f_code.co_filename.startswith(PACKAGE_DIR) and caller.f_code not in forbidden:
+                return
+            caller = caller.f_back
+        hits.append(forbidden[frame.f_code])
+
+    return profile
+
+
+def _invoke(fn: Callable, args: tuple, kwargs: dict, profiler: Callable | None) -> Any:
+    if profiler is None:
+        return fn(*args, **kwargs)
+    previous = sys.getprofile()
+    sys.setprofile(profiler)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        sys.setprofile(previous)
 
 
 def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
-    """Call the student's ``fn``, turning its exceptions into an :class:`ExerciseError` that says where."""
+    """Call the student's ``fn`` and turn what can go wrong into an :class:`ExerciseError` that says what.
+
+    Its exceptions are reported with the call that raised them; an answer that changes a tensor it was given
+    in place, or that calls the library's own version of the exercise, is rejected.
+    """
     if not callable(fn):
         raise ExerciseError(f"expected a function for {name}, got {type(fn).__name__}")
+    info = _active.get()
+    forbidden = info.forbidden_code() if info is not None else {}
+    hits: list[str] = []
+    profiler = _delegation_profiler(forbidden, hits) if forbidden else None
+    named = _argument_names(fn, args, kwargs)
+    before = [(arg_name, t, t.detach().clone()) for arg_name, value in named for t in _tensors(value)]
     try:
-        return fn(*args, **kwargs)
+        out = _invoke(fn, args, kwargs, profiler)
     except NotImplementedError:
         raise ExerciseError(
             f"{name} is not implemented yet: replace `raise NotImplementedError()` with your code."
         ) from None
+    except ExerciseError:
+        raise
     except Exception as exc:  # the student's code failed: show the call, not a torch traceback
-        arguments = ", ".join([describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in kwargs.items()])
+        arguments = ", ".join(f"{k}={describe(v)}" if not k.startswith("argument ") else describe(v) for k, v in named)
         raise ExerciseError(f"{name}({arguments}) raised {type(exc).__name__}: {exc}") from None
+    if hits:
+        raise ExerciseError(f"{name} calls `{hits[0]}`, the library's own version of what this exercise asks you "
+                            "to write. Write the computation yourself with torch operations.")
+    for arg_name, tensor, copy in before:
+        if tensor.shape != copy.shape or not torch.equal(torch.nan_to_num(tensor.detach()), torch.nan_to_num(copy)):
+            raise ExerciseError(f"{name} changed its input `{arg_name}` in place (with an operation such as `+=`, "
+                                "`x[...] = ...` or `x.mul_(...)`): leave the inputs as they are and compute new "
+                                "tensors instead.")
+    return out
 
 
-def expect_tensor(name: str, out: Any, shape: tuple[int, ...]) -> torch.Tensor:
-    """The output must be a tensor of the given shape, free of NaN."""
-    if not isinstance(out, torch.Tensor):
+def as_tensor(name: str, out: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The answer ``out`` (a tensor of any real dtype, a NumPy array or number, a Python number or list) as a
+    tensor of ``dtype`` (the default float dtype if not given)."""
+    dtype = dtype or torch.get_default_dtype()
+    if isinstance(out, torch.Tensor):
+        tensor = out.detach()
+    elif isinstance(out, np.ndarray | np.generic | numbers.Real | list | tuple) and not isinstance(out, bool):
+        try:
+            tensor = torch.as_tensor(np.asarray(out, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise ExerciseError(f"{name} must return numbers, got {describe(out)}") from None
+    else:
+        raise ExerciseError(f"{name} must return a torch.Tensor or a number, got {type(out).__name__}")
+    if tensor.is_complex():
+        raise ExerciseError(f"{name} returned complex numbers")
+    return tensor.to(device="cpu", dtype=dtype)
+
+
+def expect_tensor(name: str, out: Any, shape: tuple[int, ...], dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The output must be a tensor (any real dtype, or an array) of the given shape, free of NaN and infinity.
+
+    Returned as ``dtype`` (the default float dtype if not given), so that the check compares like with like
+    whatever float type the answer used.
+    """
+    if not isinstance(out, torch.Tensor | np.ndarray):
         raise ExerciseError(f"{name} must return a torch.Tensor, got {type(out).__name__}")
     if tuple(out.shape) != tuple(shape):
         raise ExerciseError(f"{name} returned shape {tuple(out.shape)} but expected {tuple(shape)}")
-    if torch.isnan(out).any():
-        raise ExerciseError(f"{name} returned NaN values")
-    return out
+    tensor = as_tensor(name, out, dtype)
+    if tensor.is_floating_point() and not torch.isfinite(tensor).all():
+        raise ExerciseError(f"{name} returned NaN or infinite values")
+    return tensor
+
+
+def expect_number(name: str, out: Any) -> float:
+    """The output must be one real number: a Python or NumPy number, or a tensor with one element."""
+    if isinstance(out, bool):
+        raise ExerciseError(f"{name} must return a number, got a bool")
+    tensor = as_tensor(name, out, torch.float64)
+    if tensor.numel() != 1:
+        raise ExerciseError(f"{name} must return one number, got {tensor.numel()} values of shape "
+                            f"{tuple(tensor.shape)}")
+    value = tensor.item()
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ExerciseError(f"{name} returned {value}, not a finite number")
+    return value
 
 
 def expect_close(name: str, out: torch.Tensor, expected: torch.Tensor, what: str, atol: float = 1e-5) -> None:
     """``out`` must match the reference ``expected``; ``what`` describes the case in the message."""
-    if not torch.allclose(out.to(expected.dtype), expected, atol=atol, rtol=1e-4):
-        error = (out.to(expected.dtype) - expected).abs().max().item()
+    out, expected = as_tensor(name, out, torch.float64), as_tensor(name, expected, torch.float64)
+    if out.shape != expected.shape:
+        raise ExerciseError(f"{name} returned shape {tuple(out.shape)} {what}, expected {tuple(expected.shape)}")
+    if not torch.allclose(out, expected, atol=atol, rtol=1e-4):
+        error = (out - expected).abs().max().item()
         raise ExerciseError(f"{name} is wrong {what}: largest difference from the reference is {error:.3g}")
 
 

@@ -7,14 +7,15 @@ from collections.abc import Callable
 import torch
 
 from attnlab import ntm
-from attnlab.exercises._checking import ExerciseError, call, expect_close, expect_tensor, passed
+from attnlab.exercises._checking import ExerciseError, call, exercise_check, expect_close, expect_tensor, passed
 
 
 def _weightings(batch: int, n: int, gen: torch.Generator) -> torch.Tensor:
     return torch.softmax(2 * torch.randn(batch, n, generator=gen), dim=-1)
 
 
-def check_sharpen(sharpen: Callable) -> None:
+@exercise_check(ntm.sharpen)
+def check_sharpen(sharpen: Callable, seed: int | None = 0) -> None:
     """Check ``sharpen(w (batch, N), gamma (batch,)) -> (batch, N)``: ``w^gamma`` renormalised per row."""
     name = "sharpen"
     gen = torch.Generator().manual_seed(0)
@@ -33,7 +34,8 @@ def check_sharpen(sharpen: Callable) -> None:
     passed(name, 4)
 
 
-def check_shift(shift: Callable) -> None:
+@exercise_check(ntm.shift)
+def check_shift(shift: Callable, seed: int | None = 0) -> None:
     """Check ``shift(w (batch, N), kernel (batch, 2k+1)) -> (batch, N)``: circular convolution, entry j = shift j-k."""
     name = "shift"
     gen = torch.Generator().manual_seed(1)
@@ -57,7 +59,8 @@ def check_shift(shift: Callable) -> None:
     passed(name, 3)
 
 
-def check_write(write: Callable) -> None:
+@exercise_check(ntm.write)
+def check_write(write: Callable, seed: int | None = 0) -> None:
     """Check ``write(memory (batch, N, M), w (batch, N), erase (batch, M), add (batch, M)) -> (batch, N, M)``."""
     name = "write"
     memory = torch.tensor([[[1.0, 2.0], [3.0, 4.0]]])
