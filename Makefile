@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book offline browser-test test student lint clean
+.PHONY: book offline browser-test test student course grade lint clean
 
 # requirements.lock pins every package, torch==2.13.0 among them: the CPU build, never a multi-GB CUDA download.
 $(STAMP): requirements.lock pyproject.toml
@@ -26,13 +26,27 @@ offline: $(STAMP)
 
 # Every page of the built book in headless Chromium (Debian's chromium package).
 browser-test: $(STAMP)
-	ATTNLAB_REQUIRE_BOOK=1 $(BIN)/pytest tests/test_book_in_browser.py -p no:cacheprovider
+	ATTNLAB_REQUIRE_BOOK=1 $(BIN)/pytest tests/test_book_in_browser.py tests/test_links.py -p no:cacheprovider
 
 test: $(STAMP)
 	ATTNLAB_QUICK=1 $(BIN)/pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
 
 student: $(STAMP)
-	$(BIN)/python -m attnlab.homework notebooks _build/student
+	$(BIN)/python -m attnlab.homework student notebooks _build/student
+
+# The nbgrader course folder (nbgrader_config.py and source/<chapter>/) for instructors; see book/instructors.md.
+course: $(STAMP)
+	$(BIN)/python -m attnlab.homework course notebooks _build/course
+
+# nbgrader itself, only for grading: pinned in its own lock, installed on top of the course's environment.
+GRADING_STAMP := $(VENV)/.grading-installed
+$(GRADING_STAMP): $(STAMP) requirements-grading.lock
+	$(BIN)/pip install --quiet -r requirements-grading.lock
+	touch $(GRADING_STAMP)
+
+# Every chapter graded end to end with the real nbgrader: release, autograde of three submissions, CSV export.
+grade: $(GRADING_STAMP)
+	$(BIN)/python .ci/grade_homework.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests notebooks benchmarks scripts book/_ext .ci

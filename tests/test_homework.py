@@ -1,14 +1,31 @@
-"""The homework pipeline: solution notebooks -> students' notebooks whose checks fail until solved."""
+"""The homework pipeline: solution notebooks -> nbgrader source and students' notebooks whose checks fail until solved.
+
+The end-to-end run with the real nbgrader (release, autograde, export) is `make grade` (.ci/grade_homework.py).
+"""
 
 import ast
+import inspect
 
 import nbformat
 import pytest
 
 from attnlab.exercises import ExerciseError
-from attnlab.homework import main, strip_solution_code, student_version
+from attnlab.exercises._checking import CHECKS, _code_objects
+from attnlab.homework import (
+    BEGIN_HIDDEN,
+    TEXT_STUB,
+    course_source,
+    drop_result_asserts,
+    exercises,
+    hidden_tests,
+    main,
+    solution_code,
+    strip_solution_code,
+    student_version,
+)
 from tests.notebook_files import NOTEBOOKS, code_cells, read
 
+IDS = [p.stem for p in NOTEBOOKS]
 SOLVED = """def f(x):
     \"\"\"Doc.\"\"\"
     ### BEGIN SOLUTION
@@ -29,6 +46,10 @@ def test_regions_become_stubs_at_their_indentation():
     )
 
 
+def test_solution_code_keeps_the_answer_without_markers():
+    assert solution_code(SOLVED) == 'def f(x):\n    """Doc."""\n    y = x + 1\n    return y\n\nz = 1\nz = 2'
+
+
 def test_code_without_regions_is_unchanged():
     assert strip_solution_code("a = 1\nb = 2") == "a = 1\nb = 2"
 
@@ -46,21 +67,124 @@ def test_broken_markers_are_reported(source, message):
         strip_solution_code(source)
 
 
-def test_student_version_drops_solutions_and_outputs():
-    nb = nbformat.v4.new_notebook()
+def small_notebook(points: int = 3) -> nbformat.NotebookNode:
+    """A notebook with one code exercise and one written exercise, marked as CONTRIBUTING.md says."""
+    v4 = nbformat.v4
+    nb = v4.new_notebook()
     nb.cells = [
-        nbformat.v4.new_markdown_cell("question"),
-        nbformat.v4.new_markdown_cell("answer", metadata={"tags": ["solution"]}),
-        nbformat.v4.new_code_cell(SOLVED, execution_count=3,
-                                  outputs=[nbformat.v4.new_output("stream", text="hi")]),
+        v4.new_code_cell("import torch\nfrom attnlab.exercises import check_sharpen"),
+        v4.new_markdown_cell("```{exercise} Sharpen\n:label: ex-demo-sharpen\n\nWrite it.\n```"),
+        v4.new_code_cell(SOLVED, metadata={"tags": ["hide-input", "exercise-extend"]}),
+        v4.new_code_cell("check_sharpen(f)", metadata={"attnlab": {"points": points}},
+                         execution_count=3, outputs=[v4.new_output("stream", text="Well done")]),
+        v4.new_markdown_cell("```{exercise} Why\n:label: ex-demo-why\n\nExplain.\n```"),
+        v4.new_markdown_cell("```{solution} ex-demo-why\n:class: dropdown\n\nBecause.\n```",
+                             metadata={"tags": ["solution"], "attnlab": {"points": 2, "rubric": "SECRET RUBRIC"}}),
     ]
+    return nb
+
+
+def test_exercises_are_found_with_their_cells_and_points():
+    code, written = exercises(small_notebook())
+    assert (code.label, code.kind, code.question, code.answer, code.check, code.points, code.tags) == (
+        "ex-demo-sharpen", "code", 1, 2, 3, 3.0, ["exercise-extend"])
+    assert (written.label, written.kind, written.answer, written.points, written.rubric) == (
+        "ex-demo-why", "written", 5, 2.0, "SECRET RUBRIC")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda nb: nb.cells[1].update(source="```{exercise} Sharpen\n\nWrite it.\n```"), "needs a :label:"),
+    (lambda nb: nb.cells[4].update(source=nb.cells[1].source), "used twice"),
+    (lambda nb: nb.cells[5].metadata["attnlab"].pop("rubric"), "needs a rubric"),
+    (lambda nb: nb.cells.pop(3), "followed by its check cell"),
+    (lambda nb: nb.cells.pop(5), "neither a solution cell nor a worked answer"),
+    (lambda nb: nb.cells.pop(1), "needs an {exercise} cell above it"),
+], ids=["no-label", "duplicate-label", "no-rubric", "no-check", "no-answer", "no-question"])
+def test_broken_conventions_are_reported(edit, message):
+    nb = small_notebook()
+    edit(nb)
+    with pytest.raises(ValueError, match=message):
+        exercises(nb)
+
+
+def test_course_source_marks_cells_for_nbgrader():
+    nb = small_notebook()
+    source = course_source(nb)
+    grading = [cell.metadata.get("nbgrader") for cell in source.cells]
+    assert [g and (g["grade_id"], g["grade"], g["solution"], g["locked"], g.get("points")) for g in grading] == [
+        ("imports", False, False, True, None),
+        ("ex-demo-sharpen-question", False, False, True, None),
+        ("ex-demo-sharpen", False, True, False, None),
+        ("ex-demo-sharpen-check", True, False, True, 3.0),
+        ("ex-demo-why-question", False, False, True, None),
+        ("ex-demo-why", True, True, False, 2.0),
+    ]
+    assert BEGIN_HIDDEN in source.cells[3].source and "seed=None" in source.cells[3].source
+    assert "SECRET RUBRIC" in source.cells[5].source and "2 points" in source.cells[5].source
+    assert all("attnlab" not in cell.metadata for cell in source.cells)
+    assert source.cells[3].outputs == [] and source.cells[3].execution_count is None
+    assert "attnlab" in nb.cells[3].metadata and BEGIN_HIDDEN not in nb.cells[3].source  # input untouched
+
+
+def test_student_version_is_the_release_without_answers_rubrics_or_hidden_tests():
+    nb = small_notebook()
     student = student_version(nb)
-    assert [c.source for c in student.cells[:1]] == ["question"]
-    assert len(student.cells) == 2
-    code = student.cells[1]
-    assert code.outputs == [] and code.execution_count is None
-    assert "y = x + 1" not in code.source and "raise NotImplementedError()" in code.source
-    assert len(nb.cells) == 3 and "y = x + 1" in nb.cells[2].source  # the solution notebook is untouched
+    assert len(student.cells) == len(nb.cells)
+    text = nbformat.writes(student)
+    for secret in ("y = x + 1", "z = 2", "Because.", "SECRET RUBRIC", BEGIN_HIDDEN, "seed=None", "Well done"):
+        assert secret not in text, secret
+    assert "raise NotImplementedError()" in student.cells[2].source
+    assert student.cells[5].source == TEXT_STUB
+    assert student.cells[3].metadata["nbgrader"]["points"] == 3.0
+    assert student.cells[3].metadata["editable"] is False and student.cells[2].metadata["deletable"] is False
+    assert "y = x + 1" in nb.cells[2].source  # the solution notebook is untouched
+
+
+def test_hidden_tests_call_a_fresh_import_of_the_check_with_fresh_inputs():
+    hidden = hidden_tests("x = 1\ncheck_model(model, accuracy, seed=3)\nprint(x)")
+    lines = hidden.splitlines()
+    assert lines[1] == "from attnlab.exercises import check_model as _graded_check_model"
+    assert lines[2] == "_graded_check_model(model, accuracy, seed=None)"
+    with pytest.raises(ValueError, match="no check_"):
+        hidden_tests("print(1)")
+
+
+def test_result_asserts_are_dropped_for_quick_grading_only_in_result_cells():
+    v4 = nbformat.v4
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_code_cell("assert 1 > 2\nfor i in range(2):\n    assert i > 5\nprint('kept')",
+                                 metadata={"tags": ["nbval-skip"]}),
+                v4.new_code_cell("assert 1 > 2")]
+    nb, _ = drop_result_asserts(nb, {})
+    namespace: dict = {}
+    exec(nb.cells[0].source, namespace)  # runs: no assertion left
+    assert "print('kept')" in nb.cells[0].source and "quick mode" in nb.cells[0].source
+    assert nb.cells[1].source == "assert 1 > 2"
+
+
+def test_command_line_writes_every_students_notebook(tmp_path):
+    main(["notebooks", str(tmp_path)])
+    written = sorted(p.name for p in tmp_path.glob("*.ipynb"))
+    assert written == [p.name for p in NOTEBOOKS]
+    for path in tmp_path.glob("*.ipynb"):
+        text = path.read_text()
+        assert "### BEGIN SOLUTION" not in text and BEGIN_HIDDEN not in text and "rubric" not in text.lower()
+        assert all(not c.get("outputs") for c in code_cells(read(path)))
+
+
+def test_command_line_writes_an_nbgrader_course(tmp_path):
+    main(["course", "notebooks", str(tmp_path)])
+    assert "ATTNLAB_QUICK" in (tmp_path / "nbgrader_config.py").read_text()
+    for path in NOTEBOOKS:
+        assert (tmp_path / "source" / path.stem / path.name).exists()
+
+
+def test_command_line_without_arguments_prints_its_help(capsys):
+    main([])
+    assert "student" in capsys.readouterr().out
+
+
+# The chapters themselves.
 
 
 def imports_of(nb: nbformat.NotebookNode) -> str:
@@ -74,47 +198,81 @@ def imports_of(nb: nbformat.NotebookNode) -> str:
     return "\n".join(statements)
 
 
-def exercise_pairs(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
-    """(stub or solution cell, the check cell after it) for every code exercise."""
-    cells = code_cells(nb)
-    pairs = []
-    for i, cell in enumerate(cells):
-        if "### BEGIN SOLUTION" in cell.source or "raise NotImplementedError()" in cell.source:
-            following = next((c.source for c in cells[i + 1:] if "check_" in c.source), None)
-            assert following is not None, f"the exercise cell {cell.source[:60]!r} has no check cell after it"
-            pairs.append((cell.source, following))
-    return pairs
+def called_checks(source: str) -> list[str]:
+    return [node.func.id for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("check_")]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_students_first_check_fails_with_the_stub_message(path):
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_each_chapter_has_graded_exercises_of_every_kind(path):
+    found = exercises(read(path))
+    code = [e for e in found if e.kind == "code"]
+    assert len(code) >= 3, f"{path.name}: {len(code)} code exercises, at least 3 wanted"
+    assert any("exercise-experiment" in e.tags for e in code), f"{path.name} has no experiment"
+    assert any({"exercise-debug", "exercise-extend"} & set(e.tags) for e in code), f"{path.name}: no debug/extend"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_solutions_fold_in_the_book_and_checks_draw_fresh_inputs_when_asked(path):
     nb = read(path)
-    pairs = exercise_pairs(student_version(nb))
-    assert pairs, f"{path.name} has no code exercise with a check"
+    for exercise in exercises(nb):
+        if exercise.kind != "code":
+            continue
+        assert "hide-input" in nb.cells[exercise.answer].metadata.get("tags", []), exercise.label
+        for name in called_checks(nb.cells[exercise.check].source):
+            assert name in CHECKS, f"{exercise.label}: {name} is not a registered check (@exercise_check)"
+            assert "seed" in inspect.signature(CHECKS[name].function).parameters, name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_answer_is_shown_before_its_exercise(path):
+    nb = read(path)
     namespace: dict = {}
     exec(imports_of(nb), namespace)
-    stub, check = pairs[0]
-    exec(stub, namespace)
-    with pytest.raises(ExerciseError, match="not implemented yet"):
-        exec(check, namespace)
+    for exercise in exercises(nb):
+        if exercise.kind != "code":
+            continue
+        exercised = {code for name in called_checks(nb.cells[exercise.check].source)
+                     for obj in CHECKS[name].exercised for code in _code_objects(obj)}
+        for cell in nb.cells[: exercise.question]:
+            if cell.cell_type != "code":
+                continue
+            for node in ast.walk(ast.parse("\n".join(
+                    line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))))):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "show_source":
+                    shown = eval(ast.unparse(node.args[0]), namespace)
+                    assert not exercised & set(_code_objects(shown)), (
+                        f"{path.name}: show_source({ast.unparse(node.args[0])}) comes before {exercise.label}")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def isolated_pairs(nb: nbformat.NotebookNode, cells: list | None = None) -> list[tuple[str, str]]:
+    """(solution cell, check cell) of every code exercise of ``nb`` that is not an experiment, read from ``cells``
+    (the students' version's, which has the same cells in the same order) or from ``nb``'s own."""
+    cells = nb.cells if cells is None else cells
+    return [(cells[e.answer].source, cells[e.check].source) for e in exercises(nb)
+            if e.kind == "code" and "exercise-experiment" not in e.tags]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_students_checks_fail_with_the_stub_message(path):
+    nb = read(path)
+    student = student_version(nb)
+    namespace: dict = {}
+    exec(imports_of(nb), namespace)
+    for stub, check in isolated_pairs(nb, student.cells):
+        assert "raise NotImplementedError()" in stub
+        exec(stub, namespace)
+        with pytest.raises(ExerciseError, match="not implemented yet"):
+            exec(check, namespace)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_solutions_pass_their_checks(path, capsys):
     nb = read(path)
     namespace: dict = {}
     exec(imports_of(nb), namespace)
-    for solution, check in exercise_pairs(nb):
+    pairs = isolated_pairs(nb)
+    for solution, check in pairs:
         exec(solution, namespace)
         exec(check, namespace)
-    assert "passed" in capsys.readouterr().out
-
-
-def test_command_line_writes_every_students_notebook(tmp_path):
-    main(["notebooks", str(tmp_path)])
-    written = sorted(p.name for p in tmp_path.glob("*.ipynb"))
-    assert written == [p.name for p in NOTEBOOKS]
-    for path in tmp_path.glob("*.ipynb"):
-        text = path.read_text()
-        assert "### BEGIN SOLUTION" not in text
-        assert all(not c.get("outputs") for c in code_cells(read(path)))
+    assert capsys.readouterr().out.count("Well done") >= len(pairs)

@@ -37,7 +37,7 @@ def test_first_code_cell_installs_from_the_configured_repository(path):
     first = code_cells(read(path))[0].source
     assert 'importlib.util.find_spec("attnlab") is None' in first
     assert "%pip install" in first
-    urls = re.findall(r"git\+(https://\S+?)[\"']", first)
+    urls = re.findall(r"git\+(https://[^\"'@\s]+)(?:@[^\"'\s]+)?[\"']", first)
     assert urls == [CONFIG["repository"]["url"]], "the install cell must name the repository of _config.yml"
 
 

@@ -3,4 +3,4 @@
 Every chapter notebook imports its models, data, training loop, plots and exercise checks from here.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -43,6 +43,7 @@ class CheckInfo:
     name: str
     module: str
     exercised: tuple[object, ...]
+    function: Callable
 
     def forbidden_code(self) -> dict[CodeType, str]:
         """Code objects the student's answer must not call: the exercised objects and the check's references."""
@@ -78,10 +79,10 @@ def _code_objects(obj: object) -> list[CodeType]:
 
 
 def exercise_check(*exercised: object) -> Callable[[F], F]:
-    """Decorate a ``check_*`` function; ``exercised`` is the library code that the exercise asks the student to write."""
+    """Decorate a ``check_*`` function; ``exercised``: the library code the exercise asks the student to write."""
 
     def decorate(check: F) -> F:
-        info = CheckInfo(check.__name__, check.__module__, exercised)
+        info = CheckInfo(check.__name__, check.__module__, exercised, check)
         CHECKS[check.__name__] = info
 
         @functools.wraps(check)

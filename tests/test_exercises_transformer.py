@@ -1,0 +1,289 @@
+"""The checks of the Transformer chapter accept right answers and explain typical wrong ones."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from attnlab import transformer
+from attnlab.exercises import (
+    ExerciseError,
+    check_causal_mask,
+    check_learned_positions,
+    check_norm_experiment,
+    check_sinusoidal_positions,
+)
+from attnlab.homework import exercises
+from attnlab.tasks.translation import SOURCE_VOCAB, TARGET_VOCAB, make_batch, sample_examples, teacher_forced_accuracy
+from tests.notebook_files import ROOT, read
+from tests.wrong_answers.transformer import WRONG
+
+# --- the causal mask ----------------------------------------------------------------------------------------------
+
+
+def good_mask(size):
+    return torch.tril(torch.ones(size, size, dtype=torch.bool))
+
+
+def loop_mask(size):
+    return torch.tensor([[j <= i for j in range(size)] for i in range(size)])
+
+
+@pytest.mark.parametrize("seed", [0, 3, None])
+@pytest.mark.parametrize("answer", [good_mask, loop_mask], ids=["tril", "loop"])
+def test_causal_mask_accepts_right_answers(answer, seed, capsys):
+    check_causal_mask(answer, seed=seed)
+    assert "passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("wrong", "message"), [
+    (lambda n: ~good_mask(n), "True and False are swapped"),
+    (lambda n: good_mask(n).T, "upper triangle"),
+    (lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool), -1), "diagonal is False"),
+    (lambda n: torch.tril(torch.ones(n, n)), "must be boolean"),
+    (lambda n: torch.ones(n, n, dtype=torch.bool), "wrong in"),
+    (lambda n: good_mask(n + 1), "shape"),
+], ids=["inverted", "future", "no-diagonal", "float", "all-true", "shape"])
+def test_causal_mask_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_causal_mask(wrong)
+
+
+def test_causal_mask_rejects_delegation_and_stubs():
+    with pytest.raises(ExerciseError, match="library's own version"):
+        check_causal_mask(lambda n: transformer.causal_mask(n))
+
+    def stub(size):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseError, match="not implemented yet"):
+        check_causal_mask(stub)
+
+
+# --- sinusoidal positions ----------------------------------------------------------------------------------------
+
+
+def good_positions(length, d_model, dtype=torch.float32):
+    t = torch.arange(length, dtype=dtype)[:, None]
+    angles = t / 10_000 ** (torch.arange(0, d_model, 2, dtype=dtype) / d_model)
+    table = torch.zeros(length, d_model, dtype=dtype)
+    table[:, 0::2], table[:, 1::2] = angles.sin(), angles.cos()
+    return table
+
+
+def loop_positions(length, d_model):
+    return [[math.sin(t / 10_000 ** ((j - j % 2) / d_model)) if j % 2 == 0
+             else math.cos(t / 10_000 ** ((j - j % 2) / d_model)) for j in range(d_model)] for t in range(length)]
+
+
+def good_add(x):
+    return x + good_positions(x.shape[1], x.shape[2])
+
+
+@pytest.mark.parametrize("seed", [0, 5, None])
+@pytest.mark.parametrize("answer", [good_positions, lambda n, d: good_positions(n, d, torch.float64),
+                                    lambda n, d: torch.tensor(loop_positions(n, d))],
+                         ids=["float32", "float64", "loop"])
+def test_sinusoidal_positions_accepts_right_answers(answer, seed, capsys):
+    check_sinusoidal_positions(answer, good_add, seed=seed)
+    assert "passed" in capsys.readouterr().out
+
+
+def swapped(length, d_model):
+    return good_positions(length, d_model).view(length, -1, 2).flip(-1).flatten(1)
+
+
+def per_dimension(length, d_model):
+    angles = torch.arange(length)[:, None] / 10_000 ** (torch.arange(d_model) / d_model)
+    table = angles.clone()
+    table[:, 0::2], table[:, 1::2] = angles[:, 0::2].sin(), angles[:, 1::2].cos()
+    return table
+
+
+def in_place_add(x):
+    x += good_positions(x.shape[1], x.shape[2])
+    return x
+
+
+@pytest.mark.parametrize(("wrong", "add", "message"), [
+    (swapped, good_add, "sine and cosine are swapped"),
+    (per_dimension, good_add, "frequency exponent is wrong"),
+    (lambda n, d: torch.cat([good_positions(n, d)[:, 0::2], good_positions(n, d)[:, 1::2]], -1), good_add,
+     "two halves"),
+    (lambda n, d: good_positions(n + 1, d)[1:], good_add, "start at 1"),
+    (lambda n, d: good_positions(n, d) * 2, good_add, "wrong for length"),
+    (good_positions, in_place_add, "changed its input `x` in place"),
+    (good_positions, lambda x: x + good_positions(x.shape[1], x.shape[2]).flip(0), "upside down"),
+], ids=["swapped", "per-dimension-frequency", "halves", "from-one", "scaled", "in-place", "flipped"])
+def test_sinusoidal_positions_rejects_typical_mistakes(wrong, add, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_sinusoidal_positions(wrong, add)
+
+
+def test_sinusoidal_positions_rejects_delegation_and_stubs():
+    with pytest.raises(ExerciseError, match="library's own version"):
+        check_sinusoidal_positions(lambda n, d: transformer.sinusoidal_positions(n, d), good_add)
+
+    def stub(length, d_model):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseError, match="not implemented yet"):
+        check_sinusoidal_positions(stub, good_add)
+
+
+# --- learned positions -------------------------------------------------------------------------------------------
+
+
+class GoodPositions(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.max_len = max_len
+        self.table = nn.Parameter(0.1 * torch.randn(max_len, d_model))
+
+    def forward(self, length):
+        if length > self.max_len:
+            raise ValueError(f"length {length} > max_len {self.max_len}")
+        return self.table[:length]
+
+
+class EmbeddingPositions(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d_model)
+
+    def forward(self, length):
+        if length > self.embedding.num_embeddings:
+            raise ValueError("too long")
+        return self.embedding(torch.arange(length))
+
+
+@pytest.mark.parametrize("seed", [0, 1, None])
+@pytest.mark.parametrize("answer", [GoodPositions, EmbeddingPositions], ids=["parameter", "embedding"])
+def test_learned_positions_accepts_right_answers(answer, seed, capsys):
+    check_learned_positions(answer, seed=seed)
+    assert "passed" in capsys.readouterr().out
+
+
+class Detached(GoodPositions):
+    def forward(self, length):
+        return super().forward(length).detach()
+
+
+class ZeroStart(GoodPositions):
+    def __init__(self, max_len, d_model):
+        super().__init__(max_len, d_model)
+        self.table = nn.Parameter(torch.zeros(max_len, d_model))
+
+
+class NoLimit(GoodPositions):
+    def forward(self, length):
+        return self.table[:length]
+
+
+class NotRegistered(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.table = 0.1 * torch.randn(max_len, d_model, requires_grad=True)
+
+    def forward(self, length):
+        return self.table[:length]
+
+
+class FromTheEnd(GoodPositions):
+    def forward(self, length):
+        super().forward(length)
+        return self.table[self.max_len - length:]
+
+
+class Delegating(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.inner = transformer.LearnedPositions(max_len, d_model)
+
+    def forward(self, length):
+        return self.inner(length)
+
+
+@pytest.mark.parametrize(("wrong", "message"), [
+    (Detached, "without gradient"),
+    (ZeroStart, "same vector"),
+    (NoLimit, "did not raise"),
+    (NotRegistered, "trainable numbers"),
+    (FromTheEnd, "first"),
+    (Delegating, "library's own version"),
+], ids=["detached", "zero-init", "no-limit", "not-a-parameter", "from-the-end", "delegates"])
+def test_learned_positions_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_learned_positions(wrong)
+
+
+def test_learned_positions_stub():
+    class Stub(nn.Module):
+        def __init__(self, max_len, d_model):
+            raise NotImplementedError()
+
+    with pytest.raises(ExerciseError, match="not implemented yet"):
+        check_learned_positions(Stub)
+
+
+# --- the pre-norm / post-norm experiment ---------------------------------------------------------------------------
+
+HELD_OUT = make_batch(sample_examples(256, 5, 20, seed=2024))
+IDS = {"pad_id": TARGET_VOCAB.pad, "bos_id": TARGET_VOCAB.bos, "eos_id": TARGET_VOCAB.eos}
+
+
+def small(norm_first):
+    torch.manual_seed(0)
+    return transformer.Transformer(len(SOURCE_VOCAB), len(TARGET_VOCAB), d_model=16, n_heads=2, n_layers=1,
+                                   norm_first=norm_first, **IDS)
+
+
+def measured(model):
+    model.eval()
+    with torch.no_grad():
+        return teacher_forced_accuracy(model, HELD_OUT)
+
+
+def good_experiment(steps):
+    models = {"post": small(False), "pre": small(True)}
+    return {key: (model, measured(model)) for key, model in models.items()}
+
+
+def test_norm_experiment_accepts_a_right_answer(capsys):
+    check_norm_experiment(good_experiment, steps=1)
+    assert "passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("wrong", "message"), [
+    (lambda steps: {"post": good_experiment(steps)["post"]}, "keys 'post' and 'pre'"),
+    (lambda steps: {"post": (small(True), 0.0), "pre": (small(True), 0.0)}, "needs norm_first = False"),
+    (lambda steps: {key: (m, a + 0.1) for key, (m, a) in good_experiment(steps).items()}, "not the model's"),
+    (lambda steps: {"post": (nn.Linear(2, 2), 0.0), "pre": (small(True), 0.0)}, "attnlab Transformer"),
+    (lambda steps: {"post": good_experiment(steps)["post"], "pre": 0.5}, "pair"),
+], ids=["missing-key", "wrong-order", "wrong-accuracy", "not-a-transformer", "not-a-pair"])
+def test_norm_experiment_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_norm_experiment(wrong, steps=1)
+
+
+def test_norm_experiment_stub():
+    def stub(steps):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseError, match="not implemented yet"):
+        check_norm_experiment(stub, steps=1)
+
+
+# --- the wrong answers kept for the grading tool ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("label", sorted(WRONG))
+def test_wrong_solution_cells_are_rejected_by_their_check_cell(label):
+    nb = read(ROOT / "notebooks" / "07_transformer.ipynb")
+    exercise = next(e for e in exercises(nb) if e.label == label)
+    namespace = {"torch": torch, "nn": nn}
+    exec("from attnlab.exercises import *", namespace)
+    exec(WRONG[label], namespace)
+    with pytest.raises(ExerciseError):
+        exec(nb.cells[exercise.check].source, namespace)

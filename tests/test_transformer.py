@@ -1,0 +1,291 @@
+"""The Transformer's layers against torch's, its masks and positions, and its decoding against teacher forcing."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from attnlab import attention, selfattention
+from attnlab.attention import padding_mask
+from attnlab.seq2seq import Seq2Seq
+from attnlab.tasks.translation import (
+    SOURCE_VOCAB,
+    TARGET_VOCAB,
+    attention_maps,
+    evaluate_translation,
+    make_batch,
+    sample_examples,
+    train_translation,
+    translation_loss,
+)
+from attnlab.transformer import (
+    DecoderLayer,
+    EncoderLayer,
+    LearnedPositions,
+    Transformer,
+    TransformerDecodeResult,
+    causal_mask,
+    sinusoidal_positions,
+)
+from tests.seq2seq_data import V_SRC, V_TGT, source_batch, target_batch
+from tests.tensors import randn
+
+D, HEADS, D_FF = 12, 3, 20
+
+# --- causal mask and positions --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 9])
+def test_causal_mask_matches_a_loop(size):
+    mask = causal_mask(size)
+    assert mask.dtype == torch.bool and mask.shape == (size, size)
+    for i in range(size):
+        for j in range(size):
+            assert mask[i, j].item() == (j <= i)  # a query sees itself and the past
+
+
+def test_causal_mask_is_the_package_mask_and_rejects_bad_sizes():
+    assert causal_mask is attention.causal_mask
+    with pytest.raises(ValueError, match="size must be > 0, got 0"):
+        causal_mask(0)
+
+
+def test_sinusoidal_positions_hand_computed_case():
+    assert sinusoidal_positions is selfattention.sinusoidal_positions
+    # d_model = 6: frequencies 1, 10000^(-2/6) = 1/21.544, 10000^(-4/6) = 1/464.16; sine even, cosine odd
+    f1, f2 = 10_000 ** (-2 / 6), 10_000 ** (-4 / 6)
+    t = 2
+    expected = torch.tensor([math.sin(t), math.cos(t), math.sin(t * f1), math.cos(t * f1), math.sin(t * f2),
+                             math.cos(t * f2)])
+    table = sinusoidal_positions(3, 6)
+    torch.testing.assert_close(table[2], expected)
+    torch.testing.assert_close(table[0], torch.tensor([0.0, 1.0, 0.0, 1.0, 0.0, 1.0]))
+
+
+def test_learned_positions():
+    torch.manual_seed(0)
+    positions = LearnedPositions(10, 4)
+    assert positions(6).shape == (6, 4)
+    torch.testing.assert_close(positions(3), positions.weight[:3])
+    positions(5).sum().backward()
+    assert positions.weight.grad[:5].eq(1).all() and positions.weight.grad[5:].eq(0).all()
+    with pytest.raises(ValueError, match="length must be between 0 and max_len = 10, got 11"):
+        positions(11)
+
+
+# --- layers against torch ---------------------------------------------------------------------------------------
+
+
+def torch_mask(mask):
+    return None if mask is None else ~mask  # torch: True = ignore
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
+@pytest.mark.parametrize("masks", ["none", "padding", "causal", "both"])
+def test_encoder_layer_matches_torch(norm_first, masks):
+    torch.manual_seed(0)
+    theirs = nn.TransformerEncoderLayer(D, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    ours = EncoderLayer(D, HEADS, D_FF, norm_first=norm_first).load_torch_weights(theirs)
+    x = randn(3, 6, D, seed=1)
+    key_padding = padding_mask(torch.tensor([6, 4, 2]), 6) if masks in ("padding", "both") else None
+    causal = causal_mask(6) if masks in ("causal", "both") else None
+    out, weights = ours(x, key_padding_mask=key_padding, attn_mask=causal)
+    expected = theirs(x, src_mask=torch_mask(causal), src_key_padding_mask=torch_mask(key_padding))
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    assert weights.shape == (3, HEADS, 6, 6)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, HEADS, 6))
+    if key_padding is not None:
+        assert weights[2, :, :, 2:].eq(0).all()
+    if causal is not None:
+        assert weights[..., ~causal].eq(0).all()
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
+@pytest.mark.parametrize("padded", [False, True], ids=["full", "padded-memory"])
+def test_decoder_layer_matches_torch(norm_first, padded):
+    torch.manual_seed(0)
+    theirs = nn.TransformerDecoderLayer(D, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    ours = DecoderLayer(D, HEADS, D_FF, norm_first=norm_first).load_torch_weights(theirs)
+    x, memory = randn(3, 5, D, seed=1), randn(3, 7, D, seed=2)
+    memory_padding = padding_mask(torch.tensor([7, 3, 1]), 7) if padded else None
+    causal = causal_mask(5)
+    out, self_weights, cross_weights = ours(x, memory, tgt_mask=causal, memory_key_padding_mask=memory_padding)
+    expected = theirs(x, memory, tgt_mask=~causal, memory_key_padding_mask=torch_mask(memory_padding))
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    assert self_weights.shape == (3, HEADS, 5, 5) and cross_weights.shape == (3, HEADS, 5, 7)
+    assert self_weights[..., ~causal].eq(0).all()
+    if padded:
+        assert cross_weights[1, ..., 3:].eq(0).all() and cross_weights[2, ..., 1:].eq(0).all()
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
+def test_decoder_layer_with_past_equals_the_full_causal_pass(norm_first):
+    torch.manual_seed(0)
+    layer = DecoderLayer(D, HEADS, D_FF, norm_first=norm_first)
+    x, memory = randn(2, 6, D, seed=3), randn(2, 4, D, seed=4)
+    full, _, full_cross = layer(x, memory, tgt_mask=causal_mask(6))
+    for t in range(6):
+        step, _, cross = layer(x[:, t:t + 1], memory, past=x[:, :t])
+        torch.testing.assert_close(step[:, 0], full[:, t], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(cross[:, :, 0], full_cross[:, :, t], atol=1e-6, rtol=1e-5)
+
+
+def test_torch_layers_with_other_settings_are_refused():
+    with pytest.raises(ValueError, match="norm_first = False, the torch layer True"):
+        EncoderLayer(D, HEADS, D_FF).load_torch_weights(
+            nn.TransformerEncoderLayer(D, HEADS, D_FF, batch_first=True, norm_first=True))
+    with pytest.raises(ValueError, match="activation='relu'"):
+        DecoderLayer(D, HEADS, D_FF).load_torch_weights(
+            nn.TransformerDecoderLayer(D, HEADS, D_FF, batch_first=True, activation="gelu"))
+    with pytest.raises(ValueError, match="dim_feedforward = 8"):
+        EncoderLayer(D, HEADS, D_FF).load_torch_weights(nn.TransformerEncoderLayer(D, HEADS, 8, batch_first=True))
+    with pytest.raises(TypeError, match="TransformerDecoderLayer"):
+        DecoderLayer(D, HEADS, D_FF).load_torch_weights(nn.Linear(2, 2))
+
+
+# --- bad input --------------------------------------------------------------------------------------------------
+
+
+def test_layers_reject_bad_shapes_with_clear_messages():
+    encoder_layer, decoder_layer = EncoderLayer(D, HEADS, D_FF), DecoderLayer(D, HEADS, D_FF)
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, T, d_model\), got \(6, 12\)"):
+        encoder_layer(randn(6, D))
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, T, d_model\) with d_model = 12, got \(2, 6, 8\)"):
+        encoder_layer(randn(2, 6, 8))
+    with pytest.raises(ValueError, match=r"memory must have shape \(batch, S, d_model\) with batch = 2"):
+        decoder_layer(randn(2, 5, D), randn(3, 4, D))
+    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(batch, Tk\) = \(2, 4\)"):
+        decoder_layer(randn(2, 5, D), randn(2, 4, D), memory_key_padding_mask=torch.ones(2, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"attn_mask must have shape \(Tq, Tk\) = \(5, 5\)"):
+        decoder_layer(randn(2, 5, D), randn(2, 4, D), tgt_mask=causal_mask(4))
+    with pytest.raises(ValueError, match="d_model must be divisible by n_heads"):
+        EncoderLayer(10, 3, D_FF)
+    with pytest.raises(ValueError, match="positions must be one of"):
+        Transformer(V_SRC, V_TGT, positions="rotary")
+
+
+def test_model_rejects_bad_decoding_arguments():
+    model = Transformer(V_SRC, V_TGT, d_model=D, n_heads=HEADS)
+    src, mask = source_batch([4, 2])
+    with pytest.raises(ValueError, match="either targets"):
+        model.decoder.decode(model.encode(src, mask))
+    with pytest.raises(ValueError, match=r"targets must have shape \(batch, T\) with batch = 2"):
+        model(src, mask, target_batch(3, 4))
+    with pytest.raises(ValueError, match="src_mask must be True on a prefix"):
+        model(src, mask.flip(-1), target_batch(2, 4))
+    model.decoder.shown_head = (5, 0)
+    with pytest.raises(ValueError, match=r"shown_head must be \(layer, head\)"):
+        model(src, mask, target_batch(2, 4))
+
+
+# --- the model --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
+def test_greedy_decoding_equals_teacher_forcing_on_its_own_output(norm_first, positions):
+    torch.manual_seed(0)
+    model = Transformer(V_SRC, V_TGT, d_model=D, n_heads=HEADS, n_layers=2, norm_first=norm_first,
+                        positions=positions).eval()
+    src, mask = source_batch([5, 3, 1])
+    with torch.no_grad():
+        greedy = model.greedy(src, mask, max_len=8)
+        forced = model(src, mask, greedy.tokens)
+    assert isinstance(greedy, TransformerDecodeResult) and greedy.tokens.shape == (3, greedy.logits.shape[1])
+    words = (greedy.tokens != model.decoder.pad_id)  # up to and including each row's <eos>
+    assert torch.equal(forced.tokens[words], greedy.tokens[words])
+    torch.testing.assert_close(forced.logits[words], greedy.logits[words], atol=1e-5, rtol=1e-5)
+    for layer_forced, layer_greedy in zip(forced.cross_weights, greedy.cross_weights, strict=True):
+        assert layer_forced.shape == (3, HEADS, greedy.tokens.shape[1], 5)
+        torch.testing.assert_close(layer_forced.transpose(1, 2)[words], layer_greedy.transpose(1, 2)[words],
+                                   atol=1e-5, rtol=1e-5)
+
+
+def test_teacher_forcing_does_not_look_ahead():
+    torch.manual_seed(0)
+    model = Transformer(V_SRC, V_TGT, d_model=D, n_heads=HEADS).eval()
+    src, mask = source_batch([5, 4])
+    targets = target_batch(2, 6)
+    changed = targets.clone()
+    changed[:, 3:] = 1 + (changed[:, 3:] % (V_TGT - 1))  # change words 3..5: logits 0..3 read only words < 3
+    with torch.no_grad():
+        a, b = model(src, mask, targets).logits, model(src, mask, changed).logits
+    torch.testing.assert_close(a[:, :4], b[:, :4])
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+
+
+def test_padding_does_not_change_a_sentence():
+    torch.manual_seed(0)
+    model = Transformer(V_SRC, V_TGT, d_model=D, n_heads=HEADS).eval()
+    src, mask = source_batch([6, 3])
+    targets = target_batch(2, 4)
+    with torch.no_grad():
+        alone = model(src[1:, :3], mask[1:, :3], targets[1:])
+        together = model(src, mask, targets)
+    torch.testing.assert_close(together.logits[1], alone.logits[0], atol=1e-5, rtol=1e-5)
+    assert together.cross_weights[0][1, ..., 3:].eq(0).all()
+
+
+def test_beam_search_of_width_one_is_greedy():
+    torch.manual_seed(0)
+    model = Transformer(V_SRC, V_TGT, d_model=D, n_heads=HEADS).eval()
+    src, mask = source_batch([5, 3, 4])
+    with torch.no_grad():
+        greedy = model.greedy(src, mask, max_len=7).tokens
+        beam, _ = model.beam_search(src, mask, 1, max_len=7)
+    assert torch.equal(beam[:, : greedy.shape[1]], greedy)
+
+
+def test_weights_are_per_layer_and_head_and_the_shown_map_follows_shown_head():
+    torch.manual_seed(0)
+    model = Transformer(V_SRC, V_TGT, d_model=D, n_heads=HEADS, n_layers=2).eval()
+    src, mask = source_batch([5, 3])
+    targets = target_batch(2, 4)
+    result = model(src, mask, targets)
+    assert len(result.cross_weights) == 2 and result.cross_weights[1].shape == (2, HEADS, 4, 5)
+    torch.testing.assert_close(result.weights, result.cross_weights[-1].mean(1))
+    model.decoder.shown_head = (0, 2)
+    torch.testing.assert_close(model(src, mask, targets).weights, result.cross_weights[0][:, 2])
+
+
+def test_gradients_match_finite_differences():
+    torch.manual_seed(0)
+    mask = padding_mask(torch.tensor([4, 2]), 4)
+    for norm_first in (False, True):
+        layer = DecoderLayer(6, 2, 8, norm_first=norm_first).double()
+        x, memory = randn(2, 3, 6, seed=5, dtype=torch.float64), randn(2, 4, 6, seed=6, dtype=torch.float64)
+        x.requires_grad_(True)
+        memory.requires_grad_(True)
+        assert torch.autograd.gradcheck(
+            lambda a, b, layer=layer: layer(a, b, tgt_mask=causal_mask(3), memory_key_padding_mask=mask)[0],
+            (x, memory))
+        encoder_layer = EncoderLayer(6, 2, 8, norm_first=norm_first).double()
+        assert torch.autograd.gradcheck(lambda a, layer=encoder_layer: layer(a, key_padding_mask=mask[:, :3])[0],
+                                        (x,))
+
+
+def test_every_parameter_gets_a_gradient_from_the_translation_loss():
+    torch.manual_seed(0)
+    model = Transformer(len(SOURCE_VOCAB), len(TARGET_VOCAB), d_model=16, n_heads=2, norm_first=True,
+                        positions="learned", max_len=64)
+    batch = make_batch(sample_examples(4, 5, 9, seed=0))
+    translation_loss(model, batch).backward()
+    missing = [name for name, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    # the learned positions beyond the longest sentence, and the embedding of unused words, get no gradient
+    assert all("embedding" in name or "learned" in name for name in missing), missing
+
+
+def test_fits_the_translation_helpers():
+    torch.manual_seed(0)
+    model = Transformer(len(SOURCE_VOCAB), len(TARGET_VOCAB), d_model=16, n_heads=2,
+                        pad_id=TARGET_VOCAB.pad, bos_id=TARGET_VOCAB.bos, eos_id=TARGET_VOCAB.eos)
+    assert isinstance(model, Seq2Seq)
+    history = train_translation(model, 3, batch_size=8, max_len=12, eval_every=3)
+    assert len(history.loss) == 3 and "val_accuracy" in history.evals[-1]
+    examples = sample_examples(5, 5, 10, seed=1)
+    report = evaluate_translation(model, examples)
+    assert len(report.predictions) == 5
+    maps, accuracy = attention_maps(model, examples)
+    assert [m.shape for m in maps] == [(len(e.target), len(e.source)) for e in examples]
+    assert 0.0 <= accuracy <= 1.0

@@ -1,0 +1,47 @@
+"""Typical wrong answers to the code exercises of the chapter "From attention to the Transformer".
+
+Each entry maps an exercise label to the full source of its solution cell with a wrong answer that still runs;
+the chapter's check must reject it.
+"""
+
+WRONG: dict[str, str] = {
+    "ex-tf-causal-mask": r'''def my_causal_mask(size: int) -> torch.Tensor:
+    """(size, size) boolean mask, True where query i may attend to key j."""
+    ### BEGIN SOLUTION
+    positions = torch.arange(size)
+    return positions[None, :] < positions[:, None]  # the diagonal is left out
+    ### END SOLUTION''',
+    "ex-tf-sinusoidal": r'''def my_sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
+    """The (length, d_model) table: sin in dimensions 2i, cos in 2i + 1."""
+    ### BEGIN SOLUTION
+    t = torch.arange(length, dtype=torch.float32)[:, None]
+    pairs = torch.arange(0, d_model, 2, dtype=torch.float32)
+    angles = t / 10_000 ** (pairs / d_model)  # (length, d_model / 2)
+    table = torch.zeros(length, d_model)
+    table[:, 0::2], table[:, 1::2] = angles.cos(), angles.sin()  # swapped
+    return table
+    ### END SOLUTION
+
+
+def my_add_positions(x: torch.Tensor) -> torch.Tensor:
+    """Embeddings x (B, T, d_model) plus the positions 0..T-1, as a new tensor."""
+    ### BEGIN SOLUTION
+    return x + my_sinusoidal_positions(x.shape[1], x.shape[2])
+    ### END SOLUTION''',
+    "ex-tf-learned-positions": r'''class MyLearnedPositions(nn.Module):
+    """One trained vector per position; forward(length) -> (length, d_model)."""
+
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.max_len = max_len
+        self.table = nn.Parameter(0.1 * torch.randn(max_len, d_model))
+        ### END SOLUTION
+
+    def forward(self, length: int) -> torch.Tensor:
+        ### BEGIN SOLUTION
+        if length > self.max_len:
+            raise ValueError(f"length {length} exceeds max_len = {self.max_len}")
+        return self.table[:length].detach()  # no gradient: never learns
+        ### END SOLUTION''',
+}
