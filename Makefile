@@ -14,8 +14,10 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+# Every notebook is executed afresh (two at a time, into an emptied execution cache), then the book is built.
 book: $(STAMP)
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/.jupyter_cache
+	ATTNLAB_PROGRESS=lines $(BIN)/python scripts/execute_notebooks.py notebooks/*.ipynb
 	ATTNLAB_PROGRESS=lines $(BIN)/jupyter-book build . --all -W --keep-going
 
 # An offline copy: MathJax from the npm registry, served from _build/html/_static instead of a CDN.
@@ -28,8 +30,10 @@ offline: $(STAMP)
 browser-test: $(STAMP)
 	ATTNLAB_REQUIRE_BOOK=1 $(BIN)/pytest tests/test_book_in_browser.py tests/test_links.py -p no:cacheprovider
 
+# Two pytest workers (pytest-xdist), each test file and each notebook on one of them, one thread each.
 test: $(STAMP)
-	ATTNLAB_QUICK=1 $(BIN)/pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+	ATTNLAB_QUICK=1 OMP_NUM_THREADS=1 $(BIN)/pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
+		-n 2 --dist loadfile
 
 student: $(STAMP)
 	$(BIN)/python -m attnlab.homework student notebooks _build/student

@@ -1,12 +1,13 @@
 """Homework graded end to end with the real nbgrader, as an instructor would (see book/instructors.md).
 
-For every chapter: write the nbgrader course from the solution notebooks, release it with
+For every chapter, in a course folder of its own (so that two chapters are graded at once, each with its own
+gradebook): write the nbgrader course from the solution notebook, release it with
 `nbgrader generate_assignment` and check that the release is the students' version that `make student` writes;
 then submit three notebooks made from that students' version (the worked solutions, the untouched notebook, and
 typical wrong answers kept in tests/wrong_answers/), autograde them, export the scores to CSV and check each
 submission's score. Prints the score table; exits non-zero on any mismatch.
 
-    python .ci/grade_homework.py [--course _build/course] [notebooks/01_*.ipynb ...]
+    python .ci/grade_homework.py [--courses _build/grading] [--jobs 2] [notebooks/01_*.ipynb ...]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pkgutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -88,50 +90,58 @@ def nbgrader(*args: str, course: Path) -> None:
         raise SystemExit(f"nbgrader {' '.join(args)} failed with exit code {result.returncode}")
 
 
+def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[tuple, dict, list[str]]:
+    """Release, submit and autograde one chapter in its own course folder; returns (row, scores, failures)."""
+    stem = path.stem
+    write_course([path], course)
+    nb = nbformat.read(path, as_version=4)
+    nbgrader("generate_assignment", stem, "--force", course=course)
+    released = nbformat.read(course / "release" / stem / path.name, as_version=4)
+    failures = [f"{stem}: {p}" for p in same_release(released, student_version(nb))]
+    subs, auto, lost = submissions(nb, wrong)
+    if lost == 0:
+        failures.append(f"{stem}: tests/wrong_answers/ has no wrong answer for any of its code exercises")
+    for student, submission in subs.items():
+        folder = course / "submitted" / student / stem
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(submission, folder / path.name)
+    start = time.perf_counter()
+    nbgrader("autograde", stem, "--force", course=course)
+    seconds = (time.perf_counter() - start) / len(subs)
+    if seconds > SECONDS_PER_SUBMISSION:
+        failures.append(f"{stem}: {seconds:.0f} s per submission, more than {SECONDS_PER_SUBMISSION} s")
+    nbgrader("export", "--to", str(course / "grades.csv"), course=course)
+    with open(course / "grades.csv") as file:
+        scores = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(file)}
+    return (stem, auto, lost, seconds), scores, failures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="chapters to grade (default: all)")
-    parser.add_argument("--course", type=Path, default=ROOT / "_build" / "course")
+    parser.add_argument("--courses", type=Path, default=ROOT / "_build" / "grading",
+                        help="folder for the courses, one per chapter")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="chapters graded at once")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
-    course = args.course.resolve()
-    if course.exists():
-        subprocess.run(["rm", "-rf", str(course)], check=True)
-    write_course(paths, course)
+    courses = args.courses.resolve()
+    if courses.exists():
+        subprocess.run(["rm", "-rf", str(courses)], check=True)
     wrong = wrong_answers()
-    rows, failures = [], []
-    for path in paths:
-        stem = path.stem
-        nb = nbformat.read(path, as_version=4)
-        nbgrader("generate_assignment", stem, "--force", course=course)
-        released = nbformat.read(course / "release" / stem / path.name, as_version=4)
-        failures += [f"{stem}: {p}" for p in same_release(released, student_version(nb))]
-        subs, auto, lost = submissions(nb, wrong)
-        if lost == 0:
-            failures.append(f"{stem}: tests/wrong_answers/ has no wrong answer for any of its code exercises")
-        for student, submission in subs.items():
-            folder = course / "submitted" / student / stem
-            folder.mkdir(parents=True, exist_ok=True)
-            nbformat.write(submission, folder / path.name)
-        start = time.perf_counter()
-        nbgrader("autograde", stem, "--force", course=course)
-        seconds = (time.perf_counter() - start) / len(subs)
-        rows.append((stem, auto, lost, seconds))
-        if seconds > SECONDS_PER_SUBMISSION:
-            failures.append(f"{stem}: {seconds:.0f} s per submission, more than {SECONDS_PER_SUBMISSION} s")
-    nbgrader("export", "--to", str(course / "grades.csv"), course=course)
-    with open(course / "grades.csv") as file:
-        scores = {(r["assignment"], r["student_id"]): float(r["raw_score"]) for r in csv.DictReader(file)}
+    os.environ["OMP_NUM_THREADS"] = "1"  # two chapters at once share the cores; inherited by every kernel
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        graded = list(pool.map(lambda path: grade_chapter(path, courses / path.stem, wrong), paths))
     print(f"{'chapter':34} {'points':>6} {'solution':>8} {'untouched':>9} {'wrong':>5} {'(expected)':>10} "
           f"{'s/submission':>12}")
-    for stem, auto, lost, seconds in rows:
-        got = {student: scores[(stem, student)] for student in ("solution", "untouched", "wrong")}
-        print(f"{stem:34} {auto:6g} {got['solution']:8g} {got['untouched']:9g} {got['wrong']:5g} "
+    failures = []
+    for (stem, auto, lost, seconds), scores, chapter_failures in graded:
+        failures += chapter_failures
+        print(f"{stem:34} {auto:6g} {scores['solution']:8g} {scores['untouched']:9g} {scores['wrong']:5g} "
               f"{auto - lost:10g} {seconds:12.1f}")
         expected = {"solution": auto, "untouched": 0.0, "wrong": auto - lost}
-        failures += [f"{stem}: {student} scored {got[student]:g}, expected {expected[student]:g}"
-                     for student in expected if abs(got[student] - expected[student]) > 1e-9]
-    print(f"scores exported by nbgrader to {course / 'grades.csv'}")
+        failures += [f"{stem}: {student} scored {scores[student]:g}, expected {expected[student]:g}"
+                     for student in expected if abs(scores[student] - expected[student]) > 1e-9]
+    print(f"scores exported by nbgrader to {courses}/<chapter>/grades.csv ({args.jobs} chapters at a time)")
     for failure in failures:
         print("FAILED:", failure)
     return 1 if failures else 0

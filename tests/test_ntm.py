@@ -369,6 +369,20 @@ def test_bits_per_sequence_counts_wrong_bits_and_nan():
     torch.testing.assert_close(copytask.bits_per_sequence(logits, targets), torch.tensor([1.0, 1.0]))
 
 
+def test_cost_per_sequence_is_the_cross_entropy_in_bits():
+    targets = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0]]])
+    logits = torch.tensor([[[2.0, -1.0], [1.0, 3.0]], [[0.0, 1.0], [-1.0, 0.5]]])
+    p = torch.sigmoid(logits)
+    by_hand = -(targets * torch.log2(p) + (1 - targets) * torch.log2(1 - p)).sum((1, 2))
+    torch.testing.assert_close(copytask.cost_per_sequence(logits, targets), by_hand)
+    # a logit of 0 costs exactly one bit; confident and right costs almost nothing; no overflow at +-100
+    assert copytask.cost_per_sequence(torch.zeros(1, 1, 1), torch.ones(1, 1, 1)).item() == pytest.approx(1.0)
+    huge = copytask.cost_per_sequence(torch.full((1, 2, 1), 100.0), torch.tensor([[[1.0], [0.0]]]))
+    assert huge.item() == pytest.approx(100 / math.log(2), rel=1e-5)
+    with pytest.raises(ValueError, match="like targets"):
+        copytask.cost_per_sequence(torch.zeros(1, 2, 3), torch.zeros(1, 2, 2))
+
+
 class Oracle(nn.Module):
     """Outputs the input vectors again during the last L steps (as logits +-5): a perfect copier."""
 
@@ -383,6 +397,27 @@ def test_evaluate_lengths_on_a_perfect_and_a_silent_model():
     assert copytask.evaluate_lengths(Oracle(), [1, 7, 30], n=4) == {1: 0.0, 7: 0.0, 30: 0.0}
     silent = copytask.evaluate_lengths(lambda_module(lambda x: -torch.ones(x.shape[0], x.shape[1], 8)), [10], n=64)
     assert abs(silent[10] - 40) < 5  # it misses every 1, about half of 80 bits
+
+
+def test_evaluate_cost_is_small_for_a_perfect_model_and_one_bit_per_bit_for_a_silent_one():
+    perfect = copytask.evaluate_cost(Oracle(), [3, 12], n=4)
+    per_bit = math.log2(1 + math.exp(-5))  # the oracle's logits are +-5: right, with probability 0.993
+    assert perfect == pytest.approx({3: 3 * 8 * per_bit, 12: 12 * 8 * per_bit}, rel=1e-5)
+    silent = copytask.evaluate_cost(lambda_module(lambda x: torch.zeros(x.shape[0], x.shape[1], 8)), [10], n=8)
+    assert silent[10] == pytest.approx(80.0)  # probability 1/2 for each of the 80 bits
+
+
+def test_evaluate_perfect_counts_sequences_without_a_wrong_bit():
+    assert copytask.evaluate_perfect(Oracle(), [5, 20], n=8) == {5: 1.0, 20: 1.0}
+    silent = lambda_module(lambda x: -torch.ones(x.shape[0], x.shape[1], 8))
+    assert copytask.evaluate_perfect(silent, [10], n=16) == {10: 0.0}
+
+    def one_bad_sequence(inputs):  # the oracle, with every bit of the first sequence flipped
+        out = Oracle()(inputs)
+        out[0] = -out[0]
+        return out
+
+    assert copytask.evaluate_perfect(lambda_module(one_bad_sequence), [6], n=4) == {6: 0.75}
 
 
 def lambda_module(fn):
@@ -428,9 +463,16 @@ def test_experiment_prints_a_table_and_counts_failures(capsys):
     out = capsys.readouterr().out
     assert "| length | seed 0 | seed 1 | mean | std |" in out
     assert all(f"| {n} |" in out for n in (10, 20, 30, 40, 50, 60))
-    assert "failed seeds (>= 0.1 bits per sequence at length 20): 2 of 2" in out
+    assert "seeds meeting the target (< 0.1 bits at lengths 10 and 20, < 1 at 40): 0 of 2" in out
+    assert "torch " + torch.__version__ in out
+    solved = {10: 0.0, 20: 0.09, 30: 5.0, 40: 0.9, 50: 9.0, 60: 9.0}
+    assert ntm_copy.met_target(solved)
+    assert not ntm_copy.met_target({**solved, 10: 0.1})  # the bounds are strict
+    assert not ntm_copy.met_target({**solved, 40: 1.0})
     table = {"a": {n: 1.0 for n in ntm_copy.LENGTHS}, "b": {n: 3.0 for n in ntm_copy.LENGTHS}}
     assert "| 10 | 1.00 | 3.00 | 2.00 | 1.41 |" in ntm_copy.table(table)
+    ntm_copy.main(["--model", "lstm", "--seeds", "1", "--steps", "1", "--eval-sequences", "1"])
+    assert "LSTM copy task" in capsys.readouterr().out
 
 
 def test_plots_of_weightings_and_sequences_label_their_axes():

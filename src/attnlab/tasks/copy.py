@@ -8,6 +8,7 @@ to 20; the interesting question is how the model does on longer sequences than i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 
 import torch
@@ -86,19 +87,56 @@ def bits_per_sequence(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tens
     return wrong.flatten(1).sum(-1).float()
 
 
+def cost_per_sequence(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The paper's "cost per sequence": binary cross-entropy in bits, summed over a sequence's bits, ``(batch,)``.
+
+    logits and targets ``(batch, L, bits)``. Unlike :func:`bits_per_sequence` it also charges a right bit
+    predicted without confidence.
+    """
+    check_ndim("targets", targets, "(batch, L, bits)", ndim=3)
+    check_shape("logits", logits, targets.shape, "(batch, L, bits) like targets")
+    nats = F.binary_cross_entropy_with_logits(logits, targets, reduction="none")
+    return nats.flatten(1).sum(-1) / math.log(2)
+
+
 @torch.no_grad()
-def evaluate_lengths(
-    model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
+def _evaluate(
+    model: nn.Module,
+    lengths: Iterable[int],
+    measure: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    n: int,
+    seed: int,
 ) -> dict[int, float]:
-    """Mean wrong bits per sequence for ``n`` fixed random sequences of each length (same sequences every call)."""
+    """Mean of ``measure(logits, targets)`` over ``n`` fixed random sequences of each length."""
     was_training = model.training
     model.eval()
     result = {}
     for length in lengths:
         inputs, targets = copy_batch(n, length, generator=torch.Generator().manual_seed(seed * 1000 + length))
-        result[length] = bits_per_sequence(copy_outputs(model(inputs), targets), targets).mean().item()
+        result[length] = measure(copy_outputs(model(inputs), targets), targets).float().mean().item()
     model.train(was_training)
     return result
+
+
+def evaluate_lengths(
+    model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
+) -> dict[int, float]:
+    """Mean wrong bits per sequence for ``n`` fixed random sequences of each length (same sequences every call)."""
+    return _evaluate(model, lengths, bits_per_sequence, n, seed)
+
+
+def evaluate_cost(
+    model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
+) -> dict[int, float]:
+    """Mean :func:`cost_per_sequence` on the same fixed sequences as :func:`evaluate_lengths`."""
+    return _evaluate(model, lengths, cost_per_sequence, n, seed)
+
+
+def evaluate_perfect(
+    model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
+) -> dict[int, float]:
+    """Share of the fixed sequences of :func:`evaluate_lengths` that come out without a single wrong bit."""
+    return _evaluate(model, lengths, lambda logits, targets: bits_per_sequence(logits, targets) == 0, n, seed)
 
 
 def train_copy(

@@ -1,0 +1,56 @@
+"""The schematic diagrams: every one draws, uses only the course's role colours, and labels what it shows."""
+
+import matplotlib
+import pytest
+from matplotlib.colors import to_rgba
+from matplotlib.patches import FancyBboxPatch
+
+from attnlab import schematics
+
+matplotlib.use("Agg")
+
+DIAGRAMS = {
+    "encoder_decoder": [r"$\mathbf{c}$", "encoder", "decoder"],
+    "bahdanau_step": [r"$\mathbf{s}_{t-1}$", "GRU", "scores (the alignment model)"],
+    "luong_step": [r"$\mathbf{h}_t$", "RNN", "input feeding:\nto the next step"],
+    "simple_vs_parameterized": [r"$W^Q\mathbf{y}_d(t)$", r"$W^K Y_e$", r"$W^V Y_e$"],
+    "ntm_addressing": [r"sharpened $\mathbf{w}_t$", r"gate $g_t$ with $\mathbf{w}_{t-1}$"],
+    "pointer_step": [r"$s_t$", "output: input 4\n(next step reads it)"],
+}
+
+
+def texts(fig):
+    return {t.get_text() for ax in fig.axes for t in ax.texts}
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_each_diagram_draws_its_labels_in_the_role_colours(name):
+    fig = getattr(schematics, name)()
+    assert set(DIAGRAMS[name]) <= texts(fig)
+    boxes = [p for ax in fig.axes for p in ax.patches if isinstance(p, FancyBboxPatch)]
+    assert boxes
+    for box in boxes:  # every box is drawn in the colour of the role it was given
+        assert box.get_gid() in schematics.ROLE_COLOURS
+        assert box.get_edgecolor() == pytest.approx(to_rgba(schematics.ROLE_COLOURS[box.get_gid()]))
+    legend_names = {t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()}
+    assert len(legend_names) >= 2
+    matplotlib.pyplot.close(fig)
+
+
+def test_every_diagram_of_the_module_is_tested():
+    public = {n for n in dir(schematics) if not n.startswith("_") and callable(getattr(schematics, n))
+              and getattr(getattr(schematics, n), "__module__", "") == schematics.__name__}
+    assert public == set(DIAGRAMS)
+
+
+def test_ntm_diagram_shows_the_focus_moving_from_the_previous_row_by_the_shift():
+    fig = schematics.ntm_addressing(rows=8)
+    bars = [p for p in fig.axes[0].patches if p.get_gid() is None and p.get_height() > 0]
+    heights = [p.get_height() for p in bars]
+    stages = [heights[i:i + 8] for i in range(0, 32, 8)]
+    content, gated, shifted, sharpened = stages
+    assert content[1] == pytest.approx(content[5])  # two rows match the key equally
+    assert max(range(8), key=gated.__getitem__) == 4  # the gate keeps the previous focus on row 4
+    assert max(range(8), key=sharpened.__getitem__) == 5  # shifted by one row and sharpened
+    assert sharpened[5] > shifted[5]
+    matplotlib.pyplot.close(fig)
