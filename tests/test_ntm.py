@@ -399,25 +399,25 @@ def test_evaluate_lengths_on_a_perfect_and_a_silent_model():
     assert abs(silent[10] - 40) < 5  # it misses every 1, about half of 80 bits
 
 
-def test_evaluate_cost_is_small_for_a_perfect_model_and_one_bit_per_bit_for_a_silent_one():
-    perfect = copytask.evaluate_cost(Oracle(), [3, 12], n=4)
+def test_evaluate_copy_cost_is_small_for_a_perfect_model_and_one_bit_per_bit_for_a_silent_one():
+    perfect = copytask.evaluate_copy(Oracle(), [3, 12], n=4)["cost"]
     per_bit = math.log2(1 + math.exp(-5))  # the oracle's logits are +-5: right, with probability 0.993
     assert perfect == pytest.approx({3: 3 * 8 * per_bit, 12: 12 * 8 * per_bit}, rel=1e-5)
-    silent = copytask.evaluate_cost(lambda_module(lambda x: torch.zeros(x.shape[0], x.shape[1], 8)), [10], n=8)
+    silent = copytask.evaluate_copy(lambda_module(lambda x: torch.zeros(x.shape[0], x.shape[1], 8)), [10], n=8)["cost"]
     assert silent[10] == pytest.approx(80.0)  # probability 1/2 for each of the 80 bits
 
 
-def test_evaluate_perfect_counts_sequences_without_a_wrong_bit():
-    assert copytask.evaluate_perfect(Oracle(), [5, 20], n=8) == {5: 1.0, 20: 1.0}
+def test_evaluate_copy_counts_sequences_without_a_wrong_bit():
+    assert copytask.evaluate_copy(Oracle(), [5, 20], n=8)["perfect"] == {5: 1.0, 20: 1.0}
     silent = lambda_module(lambda x: -torch.ones(x.shape[0], x.shape[1], 8))
-    assert copytask.evaluate_perfect(silent, [10], n=16) == {10: 0.0}
+    assert copytask.evaluate_copy(silent, [10], n=16)["perfect"] == {10: 0.0}
 
     def one_bad_sequence(inputs):  # the oracle, with every bit of the first sequence flipped
         out = Oracle()(inputs)
         out[0] = -out[0]
         return out
 
-    assert copytask.evaluate_perfect(lambda_module(one_bad_sequence), [6], n=4) == {6: 0.75}
+    assert copytask.evaluate_copy(lambda_module(one_bad_sequence), [6], n=4)["perfect"] == {6: 0.75}
 
 
 def lambda_module(fn):

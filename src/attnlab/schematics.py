@@ -80,11 +80,12 @@ def _note(ax: Axes, x: float, y: float, text: str, *, size: int = 9, colour: str
     ax.text(x, y, text, fontsize=size, color=colour, **kwargs)
 
 
-def _legend(ax: Axes, roles: list[str]) -> None:
-    handles = [Patch(facecolor=to_rgba(ROLE_COLOURS[r], 0.22), edgecolor=ROLE_COLOURS[r], label=ROLE_NAMES[r])
-               for r in roles]
+def _legend(ax: Axes, roles: list[str], *, x: float = 0.5, **names: str) -> None:
+    """A legend below ``ax`` with one patch per role; ``names`` renames a role for this diagram."""
+    handles = [Patch(facecolor=to_rgba(ROLE_COLOURS[r], 0.22), edgecolor=ROLE_COLOURS[r],
+                     label=names.get(r, ROLE_NAMES[r])) for r in roles]
     columns = len(roles) if len(roles) <= 5 else (len(roles) + 1) // 2
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.02), ncol=columns, fontsize=8,
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(x, 0.02), ncol=columns, fontsize=8,
               frameon=False)
 
 
@@ -127,9 +128,7 @@ def encoder_decoder(n_source: int = 4, n_target: int = 3) -> Figure:
     _note(ax, (xs[0] + xs[-1]) / 2, 4.25, "encoder", ha="center", size=10)
     _note(ax, (ds[0] + ds[-1]) / 2, 4.25, "decoder", ha="center", size=10)
     _note(ax, cx, 1.15, "one vector\nfor the whole\nsource", ha="center", va="top", size=8)
-    _legend(ax, ["input", "state", "value", "output"])
-    ax.legend_.get_texts()[0].set_text("words read")
-    ax.legend_.get_texts()[2].set_text("context")
+    _legend(ax, ["input", "state", "value", "output"], input="words read", value="context")
     fig.tight_layout()
     return fig
 
@@ -162,8 +161,7 @@ def bahdanau_step(n_source: int = 5) -> Figure:
                                      (query_x + 0.3, 3.65)], start=1):
         ax.text(x, y, str(number), fontsize=9, ha="center", va="center", color="white",
                 bbox={"boxstyle": "circle,pad=0.2", "facecolor": ARROW, "edgecolor": "none"})
-    _legend(ax, ["query", "key", "weight", "value", "state", "input", "output"])
-    ax.legend_.get_texts()[1].set_text("keys = values (annotations)")
+    _legend(ax, ["query", "key", "weight", "value", "state", "input", "output"], key="keys = values (annotations)")
     fig.tight_layout()
     return fig
 
@@ -202,8 +200,8 @@ def luong_step(n_source: int = 7, centre: int = 3, half_width: int = 1) -> Figur
     _arrow(ax, (rnn_x, 4.65), (rnn_x, 5.25))
     _arrow(ax, (rnn_x + 1.7, 4.35), (rnn_x + 2.4, 0.9), dashed=True, bend=-0.3)
     _note(ax, rnn_x + 2.45, 2.9, "input feeding:\nto the next step", size=8)
-    _legend(ax, ["query", "key", "weight", "value", "state", "input", "output"])
-    ax.legend_.get_texts()[1].set_text("keys = values (encoder states)")
+    _legend(ax, ["query", "key", "weight", "value", "state", "input", "output"],
+            key="keys = values (encoder states)")
     fig.tight_layout()
     return fig
 
@@ -242,8 +240,7 @@ def simple_vs_parameterized() -> Figure:
     _box(right, 3.9, 4.5, r"$\mathbf{y}_a(t) = (W^V Y_e)\,\mathbf{a}(t)$", "value", w=2.9, size=9)
     _arrow(right, (2.0, 3.5), (2.9, 4.2))
     _arrow(right, (5.1, 2.2), (4.9, 4.2))
-    _legend(right, ["query", "key", "weight", "value", "state"])
-    right.legend_.set_bbox_to_anchor((-0.1, 0.02))
+    _legend(right, ["query", "key", "weight", "value", "state"], x=-0.1)
     fig.tight_layout()
     return fig
 
@@ -280,8 +277,7 @@ def ntm_addressing(rows: int = 8) -> Figure:
         _arrow(ax, (x - 0.8, 2.0), (x - 0.1, 2.0))
     _arrow(ax, (3.0 + 3.3 * 3 + 2.5, 2.0), (15.8, 2.0))
     _note(ax, 15.9, 2.0, "read or\nwrite", va="center", size=8)
-    _legend(ax, ["memory", "weight"])
-    ax.legend_.get_texts()[1].set_text("weighting over rows")
+    _legend(ax, ["memory", "weight"], weight="weighting over rows")
     fig.tight_layout()
     return fig
 
@@ -308,8 +304,6 @@ def pointer_step(n_inputs: int = 5, chosen: int = 3) -> Figure:
     _arrow(ax, (xs[chosen] + 0.45, top - 0.2), (sx + 0.3, 0.8), dashed=True, bend=-0.5,
            colour=ROLE_COLOURS["output"])
     _note(ax, sx + 0.6, 3.2, "output: input " + str(chosen + 1) + "\n(next step reads it)", size=8)
-    _legend(ax, ["query", "key", "weight", "output", "input"])
-    ax.legend_.get_texts()[1].set_text("encoder states")
-    ax.legend_.get_texts()[3].set_text("the input pointed to")
+    _legend(ax, ["query", "key", "weight", "output", "input"], key="encoder states", output="the input pointed to")
     fig.tight_layout()
     return fig

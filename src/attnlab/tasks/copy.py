@@ -100,20 +100,25 @@ def cost_per_sequence(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tens
 
 
 @torch.no_grad()
-def _evaluate(
-    model: nn.Module,
-    lengths: Iterable[int],
-    measure: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    n: int,
-    seed: int,
-) -> dict[int, float]:
-    """Mean of ``measure(logits, targets)`` over ``n`` fixed random sequences of each length."""
+def evaluate_copy(
+    model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
+) -> dict[str, dict[int, float]]:
+    """Three measures on ``n`` fixed random sequences of each length (the same sequences every call), from one
+    run of the model per length: ``{"bits": ..., "cost": ..., "perfect": ...}``, each ``{length: value}``.
+
+    ``bits`` is the mean :func:`bits_per_sequence`, ``cost`` the mean :func:`cost_per_sequence`, and
+    ``perfect`` the share of the sequences that come out without a single wrong bit.
+    """
     was_training = model.training
     model.eval()
-    result = {}
+    result: dict[str, dict[int, float]] = {"bits": {}, "cost": {}, "perfect": {}}
     for length in lengths:
         inputs, targets = copy_batch(n, length, generator=torch.Generator().manual_seed(seed * 1000 + length))
-        result[length] = measure(copy_outputs(model(inputs), targets), targets).float().mean().item()
+        logits = copy_outputs(model(inputs), targets)
+        bits = bits_per_sequence(logits, targets)
+        result["bits"][length] = bits.mean().item()
+        result["cost"][length] = cost_per_sequence(logits, targets).mean().item()
+        result["perfect"][length] = (bits == 0).float().mean().item()
     model.train(was_training)
     return result
 
@@ -122,21 +127,7 @@ def evaluate_lengths(
     model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
 ) -> dict[int, float]:
     """Mean wrong bits per sequence for ``n`` fixed random sequences of each length (same sequences every call)."""
-    return _evaluate(model, lengths, bits_per_sequence, n, seed)
-
-
-def evaluate_cost(
-    model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
-) -> dict[int, float]:
-    """Mean :func:`cost_per_sequence` on the same fixed sequences as :func:`evaluate_lengths`."""
-    return _evaluate(model, lengths, cost_per_sequence, n, seed)
-
-
-def evaluate_perfect(
-    model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
-) -> dict[int, float]:
-    """Share of the fixed sequences of :func:`evaluate_lengths` that come out without a single wrong bit."""
-    return _evaluate(model, lengths, lambda logits, targets: bits_per_sequence(logits, targets) == 0, n, seed)
+    return evaluate_copy(model, lengths, n=n, seed=seed)["bits"]
 
 
 def train_copy(
