@@ -14,10 +14,8 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-# Every notebook is executed afresh (two at a time, into an emptied execution cache), then the book is built.
 book: $(STAMP)
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/.jupyter_cache
-	ATTNLAB_PROGRESS=lines $(BIN)/python scripts/execute_notebooks.py notebooks/*.ipynb
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute
 	ATTNLAB_PROGRESS=lines $(BIN)/jupyter-book build . --all -W --keep-going
 
 # An offline copy: MathJax from the npm registry, served from _build/html/_static instead of a CDN.
