@@ -52,6 +52,7 @@ grade: $(GRADING_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests notebooks benchmarks scripts book/_ext .ci
+	$(BIN)/ruff format --check src notebooks
 
 clean:
 	rm -rf _build

@@ -32,7 +32,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 # The default source of the install cell: os.environ.get("ATTNLAB_SOURCE", "<this string>").
-INSTALL_SOURCE = re.compile(r'(os\.environ\.get\("ATTNLAB_SOURCE",\s*")([^"]*)("\))')
+INSTALL_SOURCE = re.compile(r'(os\.environ\.get\(\s*"ATTNLAB_SOURCE",\s*")([^"]*)("\s*\))')
 VERSION = re.compile(r'^__version__\s*=\s*"([^"]+)"', re.MULTILINE)
 PAGES_LINK = re.compile(r"https://[A-Za-z0-9-]+\.github\.io/[A-Za-z0-9._-]*/?")
 COLAB_LINK = re.compile(r"https://colab\.research\.google\.com/github/[^/\s)\"'>]+/[^/\s)\"'>]+/blob/[^/\s)\"'>]+/")

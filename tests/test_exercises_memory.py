@@ -2,7 +2,13 @@ import pytest
 import torch
 
 from attnlab.attention import attend, masked_softmax
-from attnlab.exercises import ExerciseError, check_query_training, check_sharpness, check_soft_lookup, check_topk_lookup
+from attnlab.exercises import (
+    ExerciseError,
+    check_query_training,
+    check_sharpness,
+    check_soft_lookup,
+    check_topk_lookup,
+)
 from attnlab.exercises.memory import _reference_lookup, _reference_topk
 from attnlab.memory import SoftDict
 

@@ -4,7 +4,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab.attention import AdditiveScore, attend, dot_score, masked_softmax, padding_mask, scaled_dot_score
+from attnlab.attention import (
+    AdditiveScore,
+    attend,
+    dot_score,
+    masked_softmax,
+    padding_mask,
+    scaled_dot_score,
+)
 from attnlab.exercises import (
     ExerciseError,
     check_additive_score,

@@ -6,7 +6,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.attention import MultiHeadAttention, ProjectedAttention, attend, dot_score, masked_softmax
+from attnlab.attention import (
+    MultiHeadAttention,
+    ProjectedAttention,
+    attend,
+    dot_score,
+    masked_softmax,
+)
 from attnlab.exercises import (
     ExerciseError,
     check_head_experiment,
@@ -17,7 +23,12 @@ from attnlab.exercises import (
 )
 from attnlab.exercises import selfattn as selfattn_checks
 from attnlab.selfattention import SelfAttentionEncoder
-from attnlab.tasks.translation import SOURCE_VOCAB, make_batch, make_example, random_sentence
+from attnlab.tasks.translation import (
+    SOURCE_VOCAB,
+    make_batch,
+    make_example,
+    random_sentence,
+)
 
 # --- correct answers, written as a student would ----------------------------------------------------------------
 

@@ -15,7 +15,13 @@ from attnlab.exercises import (
     check_sinusoidal_positions,
 )
 from attnlab.homework import exercises
-from attnlab.tasks.translation import SOURCE_VOCAB, TARGET_VOCAB, make_batch, sample_examples, teacher_forced_accuracy
+from attnlab.tasks.translation import (
+    SOURCE_VOCAB,
+    TARGET_VOCAB,
+    make_batch,
+    sample_examples,
+    teacher_forced_accuracy,
+)
 from tests.notebook_files import ROOT, read
 from tests.wrong_answers.transformer import WRONG
 

@@ -7,7 +7,11 @@ import torch
 from torch import nn
 
 from attnlab.attention import padding_mask
-from attnlab.selfattention import SelfAttentionEncoder, SelfAttentionLayer, sinusoidal_positions
+from attnlab.selfattention import (
+    SelfAttentionEncoder,
+    SelfAttentionLayer,
+    sinusoidal_positions,
+)
 from tests.tensors import randn
 
 # --- positional encoding ----------------------------------------------------------------------------------------

@@ -7,7 +7,13 @@ import torch
 from torch import nn
 
 from attnlab.attention import AdditiveScore, dot_score
-from attnlab.metrics import alignment_accuracy, bleu, exact_match, scores_by_bucket, token_accuracy
+from attnlab.metrics import (
+    alignment_accuracy,
+    bleu,
+    exact_match,
+    scores_by_bucket,
+    token_accuracy,
+)
 from attnlab.seq2seq import (
     AttentionDecoder,
     Decoder,

@@ -4,8 +4,17 @@ import pytest
 import torch
 
 from attnlab.seq2seq import Encoded
-from attnlab.simple_attention import ParameterizedAttentionDecoder, SimpleAttentionDecoder, slide_attention_model
-from attnlab.tasks.reversal import REVERSAL_WORDS, reversal_batches, reversal_example, sample_reversals
+from attnlab.simple_attention import (
+    ParameterizedAttentionDecoder,
+    SimpleAttentionDecoder,
+    slide_attention_model,
+)
+from attnlab.tasks.reversal import (
+    REVERSAL_WORDS,
+    reversal_batches,
+    reversal_example,
+    sample_reversals,
+)
 from attnlab.tasks.translation import DICTIONARY, TARGET_VOCAB, make_batch
 from tests.tensors import randn
 

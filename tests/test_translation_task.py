@@ -23,7 +23,12 @@ from attnlab.tasks import (
     translation_loss,
     translation_model,
 )
-from attnlab.tasks.translation import DICTIONARY, LEXICON, WORD_CLASS, decay_in_second_half
+from attnlab.tasks.translation import (
+    DICTIONARY,
+    LEXICON,
+    WORD_CLASS,
+    decay_in_second_half,
+)
 
 
 def test_dictionary_is_one_to_one_and_the_vocabularies_hold_every_word():

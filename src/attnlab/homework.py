@@ -1,19 +1,23 @@
-"""Homework from the solution notebooks: the students' version, and an nbgrader course to grade it.
+"""Homework from the solution notebooks: the students' version, and an nbgrader
+course to grade it.
 
-The chapters mark their exercises as ``CONTRIBUTING.md`` describes: an ``{exercise}`` cell with a ``:label:``;
-for a code exercise, a solution cell (the answer between ``### BEGIN SOLUTION`` and ``### END SOLUTION``) and a
-check cell; for a written exercise, a markdown cell tagged ``solution`` whose metadata gives its points and
+The chapters mark their exercises as ``CONTRIBUTING.md`` describes: an ``{exercise}``
+cell with a ``:label:``; for a code exercise, a solution cell (the answer between
+``### BEGIN SOLUTION`` and ``### END SOLUTION``) and a check cell; for a written
+exercise, a markdown cell tagged ``solution`` whose metadata gives its points and
 rubric. From these marks this module writes
 
-- an nbgrader *source* notebook (:func:`course_source`): solution cells, autograded check cells with points and
-  hidden tests that draw fresh inputs, locked question cells, and manually graded answer cells whose text holds
-  the worked answer and the rubric (instructors only);
-- the students' notebook (:func:`student_version`): what ``nbgrader generate_assignment`` releases from that
-  source, with the same cells and the same nbgrader metadata, so that a notebook done in Colab can be collected
-  and autograded.
+- - an nbgrader *source* notebook (:func:`course_source`): solution cells, autograded
+  check cells with points and hidden tests that draw fresh inputs, locked question
+  cells, and manually graded answer cells whose text holds the worked answer and the
+  rubric (instructors only);
+- - the students' notebook (:func:`student_version`): what ``nbgrader
+  generate_assignment`` releases from that source, with the same cells and the same
+  nbgrader metadata, so that a notebook done in Colab can be collected and
+  autograded.
 
-    python -m attnlab.homework student notebooks/ _build/student/
-    python -m attnlab.homework course notebooks/ _build/course/
+    python -m attnlab.homework student notebooks/ _build/student/ python -m
+    attnlab.homework course notebooks/ _build/course/
 """
 
 from __future__ import annotations
@@ -34,25 +38,33 @@ STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 TEXT_STUB = "YOUR ANSWER HERE"
 CODE_POINTS, WRITTEN_POINTS = 2, 1
 EXERCISE_TAGS = ("exercise-experiment", "exercise-debug", "exercise-extend")
-QUICK_GRADING_NOTE = ("# Grading runs the chapter in quick mode (a few training steps), so the assertions of the\n"
-                      "# chapter's results are left out here; the full run in the book checks them.\n")
+QUICK_GRADING_NOTE = (
+    "# Grading runs the chapter in quick mode (a few training steps), so the"
+    " assertions of the\n# chapter's results are left out here; the full run in the"
+    " book checks them.\n"
+)
 
 
 def strip_solution_code(source: str) -> str:
-    """Replace every marked solution region of a code cell's ``source`` with the stub."""
+    """Replace every marked solution region of a code cell's ``source`` with the
+    stub."""
     out: list[str] = []
     inside = False
     for number, line in enumerate(source.splitlines(), start=1):
         stripped = line.strip()
         if stripped == BEGIN:
             if inside:
-                raise ValueError(f"line {number}: '{BEGIN}' inside an open solution region")
+                raise ValueError(
+                    f"line {number}: '{BEGIN}' inside an open solution region"
+                )
             inside = True
             indent = line[: len(line) - len(line.lstrip())]
             out.extend(indent + stub for stub in STUB)
         elif stripped == END:
             if not inside:
-                raise ValueError(f"line {number}: '{END}' without a matching '{BEGIN}'")
+                raise ValueError(
+                    f"line {number}: '{END}' without a matching '{BEGIN}'"
+                )
             inside = False
         elif not inside:
             out.append(line)
@@ -62,14 +74,20 @@ def strip_solution_code(source: str) -> str:
 
 
 def solution_code(source: str) -> str:
-    """The cell's code as a student who wrote the worked answer would hand it in: the region markers removed."""
+    """The cell's code as a student who wrote the worked answer would hand it in: the
+    region markers removed."""
     strip_solution_code(source)  # validates the markers
-    return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END))
+    return "\n".join(
+        line for line in source.splitlines() if line.strip() not in (BEGIN, END)
+    )
 
 
 def has_solution(source: str) -> bool:
     """True if the cell's source holds a marked solution region."""
-    return re.search(rf"^\s*{re.escape(BEGIN)}\s*$", source, flags=re.MULTILINE) is not None
+    return (
+        re.search(rf"^\s*{re.escape(BEGIN)}\s*$", source, flags=re.MULTILINE)
+        is not None
+    )
 
 
 @dataclass
@@ -80,7 +98,9 @@ class Exercise:
     title: str
     question: int
     kind: str = "written"  # "code" or "written"
-    answer: int | None = None  # the solution cell (code) or the worked answer (written)
+    answer: int | None = (
+        None  # the solution cell (code) or the worked answer (written)
+    )
     check: int | None = None  # the check cell (code only)
     points: float = 0
     rubric: str = ""
@@ -96,7 +116,8 @@ def _course_metadata(cell: nbformat.NotebookNode) -> dict:
 
 
 def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
-    """Every exercise of the solution notebook ``nb``; ``ValueError`` names the cell that breaks the conventions."""
+    """Every exercise of the solution notebook ``nb``; ``ValueError`` names the cell
+    that breaks the conventions."""
     found: list[Exercise] = []
     by_label: dict[str, Exercise] = {}
     for index, cell in enumerate(nb.cells):
@@ -104,23 +125,33 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
         if cell.cell_type == "markdown" and "solution" in _tags(cell):
             match = re.search(r"```\{solution\}\s*(\S+)", source)
             if not match or match.group(1) not in by_label:
-                raise ValueError(f"cell {index}: a `solution` cell must hold ```{{solution}} <label>``` naming an "
-                                 "exercise above it")
+                raise ValueError(
+                    f"cell {index}: a `solution` cell must hold ```{{solution}}"
+                    " <label>``` naming an exercise above it"
+                )
             exercise = by_label[match.group(1)]
             if exercise.kind == "code" or exercise.answer is not None:
-                raise ValueError(f"cell {index}: exercise {exercise.label} already has an answer")
+                raise ValueError(
+                    f"cell {index}: exercise {exercise.label} already has an answer"
+                )
             meta = _course_metadata(cell)
             if not str(meta.get("rubric", "")).strip():
-                raise ValueError(f"cell {index}: the answer to {exercise.label} needs a rubric in its metadata "
-                                 '{"attnlab": {"points": N, "rubric": "..."}}')
+                raise ValueError(
+                    f"cell {index}: the answer to {exercise.label} needs a rubric in"
+                    ' its metadata {"attnlab": {"points": N, "rubric": "..."}}'
+                )
             exercise.answer, exercise.rubric = index, str(meta["rubric"]).strip()
             exercise.points = float(meta.get("points", WRITTEN_POINTS))
-        elif cell.cell_type == "markdown" and re.search(r"(```|:::)\{exercise\}", source):
+        elif cell.cell_type == "markdown" and re.search(
+            r"(```|:::)\{exercise\}", source
+        ):
             label = re.search(r"^:label:\s*(\S+)", source, flags=re.MULTILINE)
             if label is None:
                 raise ValueError(f"cell {index}: every {{exercise}} needs a :label:")
             if label.group(1) in by_label:
-                raise ValueError(f"cell {index}: the label {label.group(1)} is used twice")
+                raise ValueError(
+                    f"cell {index}: the label {label.group(1)} is used twice"
+                )
             title = re.search(r"\{exercise\}[ \t]*(.*)", source).group(1).strip()
             exercise = Exercise(label.group(1), title, index)
             by_label[exercise.label] = exercise
@@ -128,73 +159,140 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
         elif cell.cell_type == "code" and has_solution(source):
             open_questions = [e for e in found if e.answer is None]
             if not open_questions:
-                raise ValueError(f"cell {index}: a solution cell needs an {{exercise}} cell above it")
+                raise ValueError(
+                    f"cell {index}: a solution cell needs an {{exercise}} cell"
+                    " above it"
+                )
             exercise = open_questions[-1]
             check = index + 1
-            if check >= len(nb.cells) or nb.cells[check].cell_type != "code" or "check_" not in nb.cells[check].source:
-                raise ValueError(f"cell {index}: the solution of {exercise.label} must be followed by its check cell")
+            if (
+                check >= len(nb.cells)
+                or nb.cells[check].cell_type != "code"
+                or "check_" not in nb.cells[check].source
+            ):
+                raise ValueError(
+                    f"cell {index}: the solution of {exercise.label} must be"
+                    " followed by its check cell"
+                )
             exercise.kind, exercise.answer, exercise.check = "code", index, check
-            exercise.points = float(_course_metadata(nb.cells[check]).get("points", CODE_POINTS))
+            exercise.points = float(
+                _course_metadata(nb.cells[check]).get("points", CODE_POINTS)
+            )
             exercise.tags = [t for t in _tags(cell) if t in EXERCISE_TAGS]
     for exercise in found:
         if exercise.answer is None:
-            raise ValueError(f"exercise {exercise.label} has neither a solution cell nor a worked answer")
+            raise ValueError(
+                f"exercise {exercise.label} has neither a solution cell nor a worked"
+                " answer"
+            )
     return found
 
 
 def hidden_tests(check_source: str) -> str:
-    """The hidden tests of a check cell: every ``check_*`` call again, with inputs drawn afresh (``seed=None``).
+    """The hidden tests of a check cell: every ``check_*`` call again, with inputs
+    drawn afresh (``seed=None``).
 
-    The check is imported anew, so that a name redefined in the student's notebook cannot stand in for it.
+    The check is imported anew, so that a name redefined in the student's notebook
+    cannot stand in for it.
     """
     lines = []
     for node in ast.parse(check_source).body:
         call = node.value if isinstance(node, ast.Expr) else None
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id.startswith("check_"):
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id.startswith("check_")
+        ):
             name = call.func.id
-            graded = ast.Call(ast.Name(f"_graded_{name}"), call.args,
-                              [k for k in call.keywords if k.arg != "seed"] + [ast.keyword("seed", ast.Constant(None))])
-            lines += [f"from attnlab.exercises import {name} as _graded_{name}", ast.unparse(graded)]
+            graded = ast.Call(
+                ast.Name(f"_graded_{name}"),
+                call.args,
+                [k for k in call.keywords if k.arg != "seed"]
+                + [ast.keyword("seed", ast.Constant(None))],
+            )
+            lines += [
+                f"from attnlab.exercises import {name} as _graded_{name}",
+                ast.unparse(graded),
+            ]
     if not lines:
         raise ValueError(f"no check_* call in the check cell {check_source[:60]!r}")
     return "\n".join([BEGIN_HIDDEN, *lines, END_HIDDEN])
 
 
-def _nbgrader(cell: nbformat.NotebookNode, grade_id: str, *, grade: bool, solution: bool, locked: bool,
-              points: float | None = None) -> dict:
-    meta = {"cell_type": cell.cell_type, "grade": grade, "grade_id": grade_id, "locked": locked,
-            "schema_version": 3, "solution": solution, "task": False}
+def _nbgrader(
+    cell: nbformat.NotebookNode,
+    grade_id: str,
+    *,
+    grade: bool,
+    solution: bool,
+    locked: bool,
+    points: float | None = None,
+) -> dict:
+    meta = {
+        "cell_type": cell.cell_type,
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return meta
 
 
 def course_source(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The nbgrader source version of the solution notebook ``nb`` (outputs cleared)."""
+    """The nbgrader source version of the solution notebook ``nb`` (no outputs)."""
     found = exercises(nb)
     source = copy.deepcopy(nb)
     for cell in source.cells:
-        cell.metadata.pop("attnlab", None)  # points and rubrics go into nbgrader's metadata and the answer text
+        cell.metadata.pop(
+            "attnlab", None
+        )  # points and rubrics go into nbgrader's metadata and the answer text
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if "from attnlab.exercises import" in cell.source:
-                cell.metadata["nbgrader"] = _nbgrader(cell, "imports", grade=False, solution=False, locked=True)
+                cell.metadata["nbgrader"] = _nbgrader(
+                    cell, "imports", grade=False, solution=False, locked=True
+                )
     for exercise in found:
         question = source.cells[exercise.question]
-        question.metadata["nbgrader"] = _nbgrader(question, f"{exercise.label}-question", grade=False,
-                                                  solution=False, locked=True)
+        question.metadata["nbgrader"] = _nbgrader(
+            question,
+            f"{exercise.label}-question",
+            grade=False,
+            solution=False,
+            locked=True,
+        )
         answer = source.cells[exercise.answer]
         if exercise.kind == "code":
-            answer.metadata["nbgrader"] = _nbgrader(answer, exercise.label, grade=False, solution=True, locked=False)
+            answer.metadata["nbgrader"] = _nbgrader(
+                answer, exercise.label, grade=False, solution=True, locked=False
+            )
             check = source.cells[exercise.check]
             check.source = f"{check.source.rstrip()}\n{hidden_tests(check.source)}"
-            check.metadata["nbgrader"] = _nbgrader(check, f"{exercise.label}-check", grade=True, solution=False,
-                                                   locked=True, points=exercise.points)
+            check.metadata["nbgrader"] = _nbgrader(
+                check,
+                f"{exercise.label}-check",
+                grade=True,
+                solution=False,
+                locked=True,
+                points=exercise.points,
+            )
         else:
-            answer.source = (f"{answer.source.rstrip()}\n\n**Rubric ({exercise.points:g} points), for the "
-                             f"graders only:** {exercise.rubric}")
-            answer.metadata["nbgrader"] = _nbgrader(answer, exercise.label, grade=True, solution=True,
-                                                    locked=False, points=exercise.points)
+            answer.source = (
+                f"{answer.source.rstrip()}\n\n**Rubric ({exercise.points:g} points),"
+                f" for the graders only:** {exercise.rubric}"
+            )
+            answer.metadata["nbgrader"] = _nbgrader(
+                answer,
+                exercise.label,
+                grade=True,
+                solution=True,
+                locked=False,
+                points=exercise.points,
+            )
     return source
 
 
@@ -211,7 +309,8 @@ def _strip_hidden_tests(source: str) -> str:
 
 
 def release(source: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """What nbgrader releases from a source notebook: solutions and hidden tests removed, graded cells locked."""
+    """What nbgrader releases from a source notebook: solutions and hidden tests
+    removed, graded cells locked."""
     student = copy.deepcopy(source)
     for cell in student.cells:
         grading = cell.metadata.get("nbgrader")
@@ -231,15 +330,20 @@ def release(source: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def student_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The students' notebook made from the solution notebook ``nb``: the nbgrader release of its source."""
+    """The students' notebook made from the solution notebook ``nb``: the nbgrader
+    release of its source."""
     return release(course_source(nb))
 
 
-def drop_result_asserts(nb: nbformat.NotebookNode, resources: dict) -> tuple[nbformat.NotebookNode, dict]:
-    """An nbgrader preprocessor: remove the ``assert`` statements of the result cells (tagged ``nbval-skip``).
+def drop_result_asserts(
+    nb: nbformat.NotebookNode, resources: dict
+) -> tuple[nbformat.NotebookNode, dict]:
+    """An nbgrader preprocessor: remove the ``assert`` statements of the result cells
+    (tagged ``nbval-skip``).
 
-    Grading runs a chapter in quick mode, where a few training steps cannot reach the chapter's results; their
-    assertions would show up as errors in the student's feedback.
+    Grading runs a chapter in quick mode, where a few training steps cannot reach the
+    chapter's results; their assertions would show up as errors in the student's
+    feedback.
     """
 
     class DropAsserts(ast.NodeTransformer):
@@ -253,7 +357,10 @@ def drop_result_asserts(nb: nbformat.NotebookNode, resources: dict) -> tuple[nbf
     return nb, resources
 
 
-NBGRADER_CONFIG = '''"""nbgrader configuration of the course, written by `python -m attnlab.homework course`."""
+NBGRADER_CONFIG = '''"""nbgrader configuration of the course.
+
+Written by `python -m attnlab.homework course`.
+"""
 
 import os
 
@@ -263,8 +370,9 @@ c = get_config()  # noqa: F821 -- provided by nbgrader when it reads this file
 c.CourseDirectory.course_id = "{course_id}"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 
-# Grading runs every chapter in quick mode: a few training steps, so that one submission takes seconds, not the
-# minutes of a full run. The assertions of the chapter's results cannot hold then, and are left out.
+# Grading runs every chapter in quick mode: a few training steps, so that one
+# submission takes seconds, not the minutes of a full run. The assertions of the
+# chapter's results cannot hold then, and are left out.
 os.environ["ATTNLAB_QUICK"] = "1"
 c.Autograde.autograde_preprocessors = [
     "attnlab.homework.drop_result_asserts",
@@ -274,15 +382,22 @@ c.Execute.timeout = 300
 '''
 
 
-def write_course(notebooks: list[Path], target: Path, course_id: str = "attention-course") -> list[Path]:
-    """Write an nbgrader course folder: ``nbgrader_config.py`` and ``source/<chapter>/<chapter>.ipynb``."""
+def write_course(
+    notebooks: list[Path], target: Path, course_id: str = "attention-course"
+) -> list[Path]:
+    """Write an nbgrader course folder: ``nbgrader_config.py`` and
+    ``source/<chapter>/<chapter>.ipynb``."""
     target.mkdir(parents=True, exist_ok=True)
-    (target / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(course_id=course_id))
+    (target / "nbgrader_config.py").write_text(
+        NBGRADER_CONFIG.format(course_id=course_id)
+    )
     written = []
     for path in notebooks:
         folder = target / "source" / path.stem
         folder.mkdir(parents=True, exist_ok=True)
-        nbformat.write(course_source(nbformat.read(path, as_version=4)), folder / path.name)
+        nbformat.write(
+            course_source(nbformat.read(path, as_version=4)), folder / path.name
+        )
         written.append(folder / path.name)
     return written
 
@@ -297,26 +412,42 @@ def _notebooks(folder: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] not in ("student", "course", "-h", "--help"):
-        argv = ["student", *argv]  # the older form: python -m attnlab.homework SOURCE TARGET
-    parser = argparse.ArgumentParser(prog="python -m attnlab.homework", description=__doc__.splitlines()[0])
+        argv = [
+            "student",
+            *argv,
+        ]  # the older form: python -m attnlab.homework SOURCE TARGET
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlab.homework", description=__doc__.splitlines()[0]
+    )
     commands = parser.add_subparsers(dest="command")
-    student = commands.add_parser("student", help="write the students' notebooks (solutions removed)")
-    course = commands.add_parser("course", help="write an nbgrader course folder (config and source/)")
+    student = commands.add_parser(
+        "student", help="write the students' notebooks (solutions removed)"
+    )
+    course = commands.add_parser(
+        "course", help="write an nbgrader course folder (config and source/)"
+    )
     for sub in (student, course):
         sub.add_argument("source", type=Path, help="folder of solution notebooks")
         sub.add_argument("target", type=Path, help="folder to write")
-    course.add_argument("--course-id", default="attention-course", help="nbgrader's course id")
+    course.add_argument(
+        "--course-id", default="attention-course", help="nbgrader's course id"
+    )
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return
     if args.command == "course":
-        for path in write_course(_notebooks(args.source), args.target, args.course_id):
+        for path in write_course(
+            _notebooks(args.source), args.target, args.course_id
+        ):
             print(path)
         return
     args.target.mkdir(parents=True, exist_ok=True)
     for path in _notebooks(args.source):
-        nbformat.write(student_version(nbformat.read(path, as_version=4)), args.target / path.name)
+        nbformat.write(
+            student_version(nbformat.read(path, as_version=4)),
+            args.target / path.name,
+        )
         print(f"{path} -> {args.target / path.name}")
 
 

@@ -1,12 +1,15 @@
-"""The Neural Turing Machine of Graves, Wayne and Danihelka (2014), read top to bottom like its section 3.
+"""The Neural Turing Machine of Graves, Wayne and Danihelka (2014), read top to
+bottom like its section 3.
 
-Memory is a matrix ``(batch, N, M)``: ``N`` rows (locations) of width ``M``. A head looks at memory through a
-weighting ``w (batch, N)`` over the rows (non-negative, summing to 1). Reading and writing (3.1, 3.2) are
-functions of memory and a weighting; the weighting itself comes out of four addressing steps (3.3): content
-focus, interpolation with the previous weighting, a circular shift, and sharpening. Every step is a pure,
-batched function of tensors, so each can be tested and plotted on its own. The controller (an LSTM) emits the
-parameters of every step; :class:`NTM` wires it all together, with the whole state passed in and out
-explicitly (:class:`NTMState`), never kept inside the module between calls.
+Memory is a matrix ``(batch, N, M)``: ``N`` rows (locations) of width ``M``. A head
+looks at memory through a weighting ``w (batch, N)`` over the rows (non-negative,
+summing to 1). Reading and writing (3.1, 3.2) are functions of memory and a
+weighting; the weighting itself comes out of four addressing steps (3.3): content
+focus, interpolation with the previous weighting, a circular shift, and sharpening.
+Every step is a pure, batched function of tensors, so each can be tested and plotted
+on its own. The controller (an LSTM) emits the parameters of every step; :class:`NTM`
+wires it all together, with the whole state passed in and out explicitly
+(:class:`NTMState`), never kept inside the module between calls.
 """
 
 from __future__ import annotations
@@ -30,24 +33,30 @@ def _check_per_batch(name: str, x: torch.Tensor, batch: int) -> None:
     check_shape(name, x, (batch,), "(batch,)")
 
 
-# --- 3.1 Reading ---------------------------------------------------------------------------------------------
+# --- 3.1 Reading
+# -----------------------------------------------------------------------------------
 
 
 def read(memory: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """Read vector ``r = sum_i w(i) M(i)``: memory ``(batch, N, M)``, weighting ``(batch, N)`` -> ``(batch, M)``."""
+    """Read vector ``r = sum_i w(i) M(i)``: memory ``(batch, N, M)``, weighting
+    ``(batch, N)`` -> ``(batch, M)``."""
     check_ndim("memory", memory, "(batch, N, M)", ndim=3)
     check_shape("w", w, memory.shape[:2], "(batch, N)")
     return torch.einsum("bn,bnm->bm", w, memory)
 
 
-# --- 3.2 Writing: erase, then add -----------------------------------------------------------------------------
+# --- 3.2 Writing: erase, then add
+# -----------------------------------------------------------------------------
 
 
-def write(memory: torch.Tensor, w: torch.Tensor, erase: torch.Tensor, add: torch.Tensor) -> torch.Tensor:
+def write(
+    memory: torch.Tensor, w: torch.Tensor, erase: torch.Tensor, add: torch.Tensor
+) -> torch.Tensor:
     """Erase then add: ``M'(i) = M(i) * (1 - w(i) e) + w(i) a``.
 
-    memory ``(batch, N, M)``, weighting ``w (batch, N)``, erase vector ``e (batch, M)`` with entries in [0, 1],
-    add vector ``a (batch, M)``. Returns the new memory ``(batch, N, M)``; the input is not modified.
+    memory ``(batch, N, M)``, weighting ``w (batch, N)``, erase vector ``e (batch,
+    M)`` with entries in [0, 1], add vector ``a (batch, M)``. Returns the new memory
+    ``(batch, N, M)``; the input is not modified.
     """
     check_ndim("memory", memory, "(batch, N, M)", ndim=3)
     batch, n_rows, width = memory.shape
@@ -58,14 +67,19 @@ def write(memory: torch.Tensor, w: torch.Tensor, erase: torch.Tensor, add: torch
     return memory * (1 - w * erase.unsqueeze(1)) + w * add.unsqueeze(1)
 
 
-# --- 3.3.1 Content addressing ---------------------------------------------------------------------------------
+# --- 3.3.1 Content addressing
+# ---------------------------------------------------------------------------------
 
 
-def cosine_similarity(memory: torch.Tensor, key: torch.Tensor, eps: float = EPS) -> torch.Tensor:
-    """Cosine of the angle between ``key (batch, M)`` and every row of ``memory (batch, N, M)`` -> ``(batch, N)``.
+def cosine_similarity(
+    memory: torch.Tensor, key: torch.Tensor, eps: float = EPS
+) -> torch.Tensor:
+    """Cosine of the angle between ``key (batch, M)`` and every row of ``memory
+    (batch, N, M)`` -> ``(batch, N)``.
 
-    Each norm is computed as ``sqrt(||x||^2 + eps)``: a zero row (or key) then has similarity exactly 0, and the
-    function stays smooth there, so neither the value nor the gradient becomes NaN.
+    Each norm is computed as ``sqrt(||x||^2 + eps)``: a zero row (or key) then has
+    similarity exactly 0, and the function stays smooth there, so neither the value
+    nor the gradient becomes NaN.
     """
     check_ndim("memory", memory, "(batch, N, M)", ndim=3)
     check_shape("key", key, (memory.shape[0], memory.shape[2]), "(batch, M)")
@@ -75,22 +89,28 @@ def cosine_similarity(memory: torch.Tensor, key: torch.Tensor, eps: float = EPS)
     return dot / (row_norm * key_norm)
 
 
-def content_addressing(memory: torch.Tensor, key: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+def content_addressing(
+    memory: torch.Tensor, key: torch.Tensor, beta: torch.Tensor
+) -> torch.Tensor:
     """Content weighting ``w_c = softmax_i(beta * cos(key, M(i)))``.
 
-    memory ``(batch, N, M)``, key ``(batch, M)``, key strength ``beta (batch,)`` (>= 0; larger = sharper focus).
-    Returns ``(batch, N)``.
+    memory ``(batch, N, M)``, key ``(batch, M)``, key strength ``beta (batch,)`` (>=
+    0; larger = sharper focus). Returns ``(batch, N)``.
     """
     similarity = cosine_similarity(memory, key)
     _check_per_batch("beta", beta, memory.shape[0])
     return torch.softmax(beta.unsqueeze(-1) * similarity, dim=-1)
 
 
-# --- 3.3.2 Location addressing: interpolation, shift, sharpening ----------------------------------------------
+# --- 3.3.2 Location addressing: interpolation, shift, sharpening
+# ----------------------------------------------
 
 
-def interpolate(w_content: torch.Tensor, w_prev: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
-    """Gated weighting ``w_g = g w_c + (1 - g) w_prev``: ``(batch, N)``, ``(batch, N)``, gate ``(batch,)`` in [0, 1]."""
+def interpolate(
+    w_content: torch.Tensor, w_prev: torch.Tensor, gate: torch.Tensor
+) -> torch.Tensor:
+    """Gated weighting ``w_g = g w_c + (1 - g) w_prev``: ``(batch, N)``, ``(batch,
+    N)``, gate ``(batch,)`` in [0, 1]."""
     _check_weighting("w_content", w_content)
     check_shape("w_prev", w_prev, w_content.shape, "(batch, N) like w_content")
     _check_per_batch("gate", gate, w_content.shape[0])
@@ -99,30 +119,40 @@ def interpolate(w_content: torch.Tensor, w_prev: torch.Tensor, gate: torch.Tenso
 
 
 def shift(w: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
-    """Circular convolution ``w~(i) = sum_j w(j) s(i - j)`` of ``w (batch, N)`` with ``kernel (batch, 2k+1)``.
+    """Circular convolution ``w~(i) = sum_j w(j) s(i - j)`` of ``w (batch, N)`` with
+    ``kernel (batch, 2k+1)``.
 
-    Kernel entry ``j`` is the weight of a shift by ``j - k`` rows: with ``k = 1`` the entries are the shifts
-    (-1, 0, +1), and a kernel (0, 0, 1) moves all weight from row i to row i+1 (row N-1 wraps to row 0). The
-    result sums to ``sum(w) * sum(kernel)``, so a weighting stays a weighting under a kernel that sums to 1.
+    Kernel entry ``j`` is the weight of a shift by ``j - k`` rows: with ``k = 1`` the
+    entries are the shifts (-1, 0, +1), and a kernel (0, 0, 1) moves all weight from
+    row i to row i+1 (row N-1 wraps to row 0). The result sums to ``sum(w) *
+    sum(kernel)``, so a weighting stays a weighting under a kernel that sums to 1.
     """
     _check_weighting("w", w)
     check_ndim("kernel", kernel, "(batch, 2k+1)", ndim=2)
     if kernel.shape[0] != w.shape[0] or kernel.shape[1] % 2 == 0:
-        raise ValueError(f"kernel must have shape (batch, 2k+1) with batch = {w.shape[0]} and an odd number of "
-                         f"shifts, got {shape_of(kernel)}")
+        raise ValueError(
+            f"kernel must have shape (batch, 2k+1) with batch = {w.shape[0]} and an"
+            f" odd number of shifts, got {shape_of(kernel)}"
+        )
     k = kernel.shape[1] // 2
-    # Column j of `shifted` is w moved by j - k rows; one roll per shift, none per batch element.
-    shifted = torch.stack([torch.roll(w, j - k, dims=-1) for j in range(kernel.shape[1])], dim=-1)
+    # Column j of `shifted` is w moved by j - k rows; one roll per shift, none per
+    # batch element.
+    shifted = torch.stack(
+        [torch.roll(w, j - k, dims=-1) for j in range(kernel.shape[1])], dim=-1
+    )
     return (shifted * kernel.unsqueeze(1)).sum(-1)
 
 
 def sharpen(w: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
-    """Sharpened weighting ``w(i)^gamma / sum_j w(j)^gamma``: ``w (batch, N)`` >= 0, ``gamma (batch,)`` > 0.
+    """Sharpened weighting ``w(i)^gamma / sum_j w(j)^gamma``: ``w (batch, N)`` >= 0,
+    ``gamma (batch,)`` > 0.
 
-    ``gamma = 1`` changes nothing; a larger ``gamma`` moves weight to the largest entries. Zeros stay zero
-    (``0^gamma = 0``, with a zero, not NaN, gradient). ``w`` is first divided by its maximum, which changes
-    nothing mathematically but keeps ``w^gamma`` from underflowing to all zeros for large ``gamma`` (a uniform
-    weighting over 128 rows stays uniform at ``gamma = 50``). An all-zero row stays all zero.
+    ``gamma = 1`` changes nothing; a larger ``gamma`` moves weight to the largest
+    entries. Zeros stay zero (``0^gamma = 0``, with a zero, not NaN, gradient). ``w``
+    is first divided by its maximum, which changes nothing mathematically but keeps
+    ``w^gamma`` from underflowing to all zeros for large ``gamma`` (a uniform
+    weighting over 128 rows stays uniform at ``gamma = 50``). An all-zero row stays
+    all zero.
     """
     _check_weighting("w", w)
     _check_per_batch("gamma", gamma, w.shape[0])
@@ -132,7 +162,8 @@ def sharpen(w: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
     return powered / powered.sum(-1, keepdim=True).clamp_min(tiny)
 
 
-# --- 3.3 The whole addressing pipeline on one page -------------------------------------------------------------
+# --- 3.3 The whole addressing pipeline on one page
+# -------------------------------------------------------------
 
 
 def address(
@@ -144,18 +175,23 @@ def address(
     kernel: torch.Tensor,
     gamma: torch.Tensor,
 ) -> torch.Tensor:
-    """One head's new weighting ``(batch, N)``: content focus, interpolation, circular shift, sharpening."""
-    w_content = content_addressing(memory, key, beta)  # where is the content like the key?
+    """One head's new weighting ``(batch, N)``: content focus, interpolation,
+    circular shift, sharpening."""
+    w_content = content_addressing(
+        memory, key, beta
+    )  # where is the content like the key?
     w_gated = interpolate(w_content, w_prev, gate)  # ... or stay where the head was?
     w_shifted = shift(w_gated, kernel)  # move (or blur) the focus by a few rows
     return sharpen(w_shifted, gamma)  # and undo the blur
 
 
-# --- 4 The controller's output: each head parameter in its range ----------------------------------------------
+# --- 4 The controller's output: each head parameter in its range
+# ----------------------------------------------
 
 
 class HeadParameters(NamedTuple):
-    """What a head needs for one addressing step, each ``(batch, ...)`` in its valid range."""
+    """What a head needs for one addressing step, each ``(batch, ...)`` in its valid
+    range."""
 
     key: torch.Tensor  # (batch, M), any real vector
     beta: torch.Tensor  # (batch,), >= 0
@@ -165,16 +201,23 @@ class HeadParameters(NamedTuple):
 
 
 def head_parameters(raw: torch.Tensor, memory_width: int) -> HeadParameters:
-    """Split the controller's raw output ``(batch, M + 3 + 2k+1)`` into a head's parameters.
+    """Split the controller's raw output ``(batch, M + 3 + 2k+1)`` into a head's
+    parameters.
 
-    Layout: key (M), beta (1), gate (1), gamma (1), shift logits (2k+1). Activations: none for the key,
-    softplus for beta, sigmoid for the gate, 1 + softplus for gamma, softmax for the shift kernel.
+    Layout: key (M), beta (1), gate (1), gamma (1), shift logits (2k+1). Activations:
+    none for the key, softplus for beta, sigmoid for the gate, 1 + softplus for
+    gamma, softmax for the shift kernel.
     """
     check_ndim("raw", raw, "(batch, M + 3 + 2k+1)", ndim=2)
     n_shifts = raw.shape[1] - memory_width - 3
     if n_shifts < 1 or n_shifts % 2 == 0:
-        raise ValueError(f"raw must have shape (batch, M + 3 + 2k+1) with M = {memory_width}, got {shape_of(raw)}")
-    key, beta, gate, gamma, shifts = raw.split([memory_width, 1, 1, 1, n_shifts], dim=-1)
+        raise ValueError(
+            f"raw must have shape (batch, M + 3 + 2k+1) with M = {memory_width}, got"
+            f" {shape_of(raw)}"
+        )
+    key, beta, gate, gamma, shifts = raw.split(
+        [memory_width, 1, 1, 1, n_shifts], dim=-1
+    )
     return HeadParameters(
         key=key,
         beta=F.softplus(beta.squeeze(-1)),
@@ -185,7 +228,8 @@ def head_parameters(raw: torch.Tensor, memory_width: int) -> HeadParameters:
 
 
 def write_vectors(raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Split ``raw (batch, 2M)`` into the erase vector (sigmoid, in (0, 1)) and the add vector (tanh, in (-1, 1))."""
+    """Split ``raw (batch, 2M)`` into the erase vector (sigmoid, in (0, 1)) and the
+    add vector (tanh, in (-1, 1))."""
     check_ndim("raw", raw, "(batch, 2M)", ndim=2)
     if raw.shape[1] % 2:
         raise ValueError(f"raw must have shape (batch, 2M), got {shape_of(raw)}")
@@ -193,7 +237,8 @@ def write_vectors(raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.sigmoid(erase), torch.tanh(add)
 
 
-# --- The machine: an LSTM controller with one read and one write head ------------------------------------------
+# --- The machine: an LSTM controller with one read and one write head
+# ------------------------------------------
 
 
 class NTMState(NamedTuple):
@@ -202,7 +247,9 @@ class NTMState(NamedTuple):
     memory: torch.Tensor  # (batch, N, M)
     weights: torch.Tensor  # (batch, heads, N); head 0 reads, head 1 writes
     read: torch.Tensor  # (batch, M), the last read vector
-    controller: tuple[torch.Tensor, torch.Tensor]  # LSTM (h, c), each (batch, hidden)
+    controller: tuple[
+        torch.Tensor, torch.Tensor
+    ]  # LSTM (h, c), each (batch, hidden)
 
 
 class NTMTrace(NamedTuple):
@@ -215,13 +262,15 @@ class NTMTrace(NamedTuple):
 
 
 class NTM(nn.Module):
-    """Neural Turing Machine with an LSTM controller, one read head and one write head.
+    """Neural Turing Machine with an LSTM controller, one read head and one write
+    head.
 
-    At each step the controller sees the input and the previous read vector; its hidden state emits the
-    parameters of both heads. Both heads are addressed in one batched call on the previous memory; the read
-    head reads it, the write head then erases and adds. The output is a linear map of the controller state and
-    the new read vector. Memory starts as a constant (``memory_init``) and every head starts focused on row 0,
-    which breaks the symmetry between rows.
+    At each step the controller sees the input and the previous read vector; its
+    hidden state emits the parameters of both heads. Both heads are addressed in one
+    batched call on the previous memory; the read head reads it, the write head then
+    erases and adds. The output is a linear map of the controller state and the new
+    read vector. Memory starts as a constant (``memory_init``) and every head starts
+    focused on row 0, which breaks the symmetry between rows.
     """
 
     HEADS = 2
@@ -238,31 +287,67 @@ class NTM(nn.Module):
         memory_init: float = 1e-6,
     ) -> None:
         super().__init__()
-        self.memory_rows, self.memory_width, self.max_shift = memory_rows, memory_width, max_shift
+        self.memory_rows, self.memory_width, self.max_shift = (
+            memory_rows,
+            memory_width,
+            max_shift,
+        )
         self.memory_init = memory_init
         self.controller = nn.LSTMCell(input_size + memory_width, hidden_size)
-        self.head_layer = nn.Linear(hidden_size, self.HEADS * (memory_width + 3 + 2 * max_shift + 1))
+        self.head_layer = nn.Linear(
+            hidden_size, self.HEADS * (memory_width + 3 + 2 * max_shift + 1)
+        )
         self.write_layer = nn.Linear(hidden_size, 2 * memory_width)
         self.output_layer = nn.Linear(hidden_size + memory_width, output_size)
 
     def initial_state(self, batch_size: int) -> NTMState:
-        """Constant memory, both heads on row 0, read vector of that memory, zero controller state."""
+        """Constant memory, both heads on row 0, read vector of that memory, zero
+        controller state."""
         param = self.output_layer.weight
-        memory = torch.full((batch_size, self.memory_rows, self.memory_width), self.memory_init,
-                            dtype=param.dtype, device=param.device)
-        weights = torch.zeros(batch_size, self.HEADS, self.memory_rows, dtype=param.dtype, device=param.device)
+        memory = torch.full(
+            (batch_size, self.memory_rows, self.memory_width),
+            self.memory_init,
+            dtype=param.dtype,
+            device=param.device,
+        )
+        weights = torch.zeros(
+            batch_size,
+            self.HEADS,
+            self.memory_rows,
+            dtype=param.dtype,
+            device=param.device,
+        )
         weights[:, :, 0] = 1.0
-        zeros = torch.zeros(batch_size, self.controller.hidden_size, dtype=param.dtype, device=param.device)
-        return NTMState(memory, weights, read(memory, weights[:, 0]), (zeros, zeros.clone()))
+        zeros = torch.zeros(
+            batch_size,
+            self.controller.hidden_size,
+            dtype=param.dtype,
+            device=param.device,
+        )
+        return NTMState(
+            memory, weights, read(memory, weights[:, 0]), (zeros, zeros.clone())
+        )
 
-    def step(self, x: torch.Tensor, state: NTMState) -> tuple[torch.Tensor, NTMState, torch.Tensor]:
-        """One time step: ``x (batch, input_size)`` -> ``(output (batch, output_size), new state, add vector)``."""
+    def step(
+        self, x: torch.Tensor, state: NTMState
+    ) -> tuple[torch.Tensor, NTMState, torch.Tensor]:
+        """One time step: ``x (batch, input_size)`` -> ``(output (batch,
+        output_size), new state, add vector)``."""
         batch, heads, n_rows = state.weights.shape
         h, c = self.controller(torch.cat([x, state.read], dim=-1), state.controller)
-        params = head_parameters(self.head_layer(h).reshape(batch * heads, -1), self.memory_width)
-        # Both heads in one call: the batch of the addressing functions is (batch x heads).
-        memory_per_head = state.memory.unsqueeze(1).expand(-1, heads, -1, -1).reshape(batch * heads, n_rows, -1)
-        weights = address(memory_per_head, state.weights.reshape(batch * heads, n_rows), *params)
+        params = head_parameters(
+            self.head_layer(h).reshape(batch * heads, -1), self.memory_width
+        )
+        # Both heads in one call: the batch of the addressing functions is (batch x
+        # heads).
+        memory_per_head = (
+            state.memory.unsqueeze(1)
+            .expand(-1, heads, -1, -1)
+            .reshape(batch * heads, n_rows, -1)
+        )
+        weights = address(
+            memory_per_head, state.weights.reshape(batch * heads, n_rows), *params
+        )
         weights = weights.reshape(batch, heads, n_rows)
         erase, add = write_vectors(self.write_layer(h))
         r = read(state.memory, weights[:, 0])
@@ -271,20 +356,30 @@ class NTM(nn.Module):
         return output, NTMState(memory, weights, r, (h, c)), add
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        """``inputs (batch, T, input_size)`` -> ``outputs (batch, T, output_size)``, from the initial state."""
+        """``inputs (batch, T, input_size)`` -> ``outputs (batch, T, output_size)``,
+        from the initial state."""
         return self.run(inputs)[0]
 
     def run(
-        self, inputs: torch.Tensor, state: NTMState | None = None, *, trace: bool = False
+        self,
+        inputs: torch.Tensor,
+        state: NTMState | None = None,
+        *,
+        trace: bool = False,
     ) -> tuple[torch.Tensor, NTMState, NTMTrace | None]:
-        """Run over ``inputs (batch, T, input_size)``; returns ``(outputs (batch, T, output_size), state, trace)``.
+        """Run over ``inputs (batch, T, input_size)``; returns ``(outputs (batch, T,
+        output_size), state, trace)``.
 
-        ``state`` defaults to :meth:`initial_state`; ``trace=True`` also returns every step's weightings.
+        ``state`` defaults to :meth:`initial_state`; ``trace=True`` also returns
+        every step's weightings.
         """
         check_ndim("inputs", inputs, "(batch, T, input_size)", ndim=3)
         if inputs.shape[-1] != self.controller.input_size - self.memory_width:
-            raise ValueError(f"inputs must have shape (batch, T, input_size) with input_size = "
-                             f"{self.controller.input_size - self.memory_width}, got {shape_of(inputs)}")
+            raise ValueError(
+                "inputs must have shape (batch, T, input_size) with input_size ="
+                f" {self.controller.input_size - self.memory_width}, got"
+                f" {shape_of(inputs)}"
+            )
         if state is None:
             state = self.initial_state(inputs.shape[0])
         outputs, records = [], []
@@ -292,20 +387,36 @@ class NTM(nn.Module):
             output, state, add = self.step(inputs[:, t], state)
             outputs.append(output)
             if trace:
-                records.append((state.weights[:, 0], state.weights[:, 1], state.read, add))
-        steps = NTMTrace(*(torch.stack(r, dim=1) for r in zip(*records, strict=True))) if trace else None
+                records.append(
+                    (state.weights[:, 0], state.weights[:, 1], state.read, add)
+                )
+        steps = (
+            NTMTrace(*(torch.stack(r, dim=1) for r in zip(*records, strict=True)))
+            if trace
+            else None
+        )
         return torch.stack(outputs, dim=1), state, steps
 
 
 class LSTMBaseline(nn.Module):
-    """The paper's comparison: a stacked LSTM reading the input and emitting an output at every step."""
+    """The paper's comparison: a stacked LSTM reading the input and emitting an
+    output at every step."""
 
-    def __init__(self, input_size: int, output_size: int, *, hidden_size: int = 256, layers: int = 3) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        output_size: int,
+        *,
+        hidden_size: int = 256,
+        layers: int = 3,
+    ) -> None:
         super().__init__()
-        self.lstm = nn.LSTM(input_size, hidden_size, num_layers=layers, batch_first=True)
+        self.lstm = nn.LSTM(
+            input_size, hidden_size, num_layers=layers, batch_first=True
+        )
         self.output_layer = nn.Linear(hidden_size, output_size)
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        """``inputs (batch, T, input_size)`` -> ``outputs (batch, T, output_size)``."""
+        """``inputs (batch, T, input_size)`` -> ``(batch, T, output_size)``."""
         check_ndim("inputs", inputs, "(batch, T, input_size)", ndim=3)
         return self.output_layer(self.lstm(inputs)[0])

@@ -1,7 +1,8 @@
 """Figures shared by the chapters: attention heatmaps and learning curves.
 
-Every function draws on a given (or new) ``matplotlib`` axis, labels its axes, adds a colour bar where colour
-carries a value, and returns the axis so a notebook can add to it.
+Every function draws on a given (or new) ``matplotlib`` axis, labels its axes, adds a
+colour bar where colour carries a value, and returns the axis so a notebook can add
+to it.
 """
 
 from __future__ import annotations
@@ -31,16 +32,33 @@ def heatmap(
     cbar_label: str = "attention weight",
     vmax: float | None = 1.0,
 ) -> Axes:
-    """Attention weights ``(Tq, Tk)`` as an image: one row per query, one column per key."""
+    """Attention weights ``(Tq, Tk)`` as an image: one row per query, one column per
+    key."""
     w = _numpy(weights)
     if w.ndim != 2:
         raise ValueError(f"weights must have shape (Tq, Tk), got {w.shape}")
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(3.0, 0.35 * w.shape[1] + 1.5), max(2.5, 0.35 * w.shape[0] + 1.0)))
-    image = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
+        _, ax = plt.subplots(
+            figsize=(
+                max(3.0, 0.35 * w.shape[1] + 1.5),
+                max(2.5, 0.35 * w.shape[0] + 1.0),
+            )
+        )
+    image = ax.imshow(
+        w,
+        cmap="viridis",
+        vmin=0.0,
+        vmax=vmax,
+        aspect="auto",
+        interpolation="nearest",
+    )
     ax.figure.colorbar(image, ax=ax, label=cbar_label, fraction=0.046, pad=0.04)
     if x_labels is not None:
-        ax.set_xticks(range(len(x_labels)), list(x_labels), rotation=90 if len(x_labels) > 12 else 0)
+        ax.set_xticks(
+            range(len(x_labels)),
+            list(x_labels),
+            rotation=90 if len(x_labels) > 12 else 0,
+        )
     if y_labels is not None:
         ax.set_yticks(range(len(y_labels)), list(y_labels))
     ax.set_xlabel(xlabel)
@@ -59,7 +77,8 @@ def learning_curve(
     logy: bool = False,
     ax: Axes | None = None,
 ) -> Axes:
-    """Several named curves ``{label: (x, y)}`` on one axis (e.g. training loss of two models)."""
+    """Several named curves ``{label: (x, y)}`` on one axis (e.g. training loss of
+    two models)."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     for label, (x, y) in curves.items():
@@ -84,17 +103,28 @@ def weighting_panels(
     ymax: float | None = 1.0,
     title: str | None = None,
 ) -> plt.Figure:
-    """Weightings over memory rows ``{label: (N,)}`` as small bar charts side by side, sharing the y axis.
+    """Weightings over memory rows ``{label: (N,)}`` as small bar charts side by
+    side, sharing the y axis.
 
-    Made for before/after pictures of an addressing step (e.g. one panel per value of a parameter).
+    Made for before/after pictures of an addressing step (e.g. one panel per value of
+    a parameter).
     """
     ncols = ncols or len(panels)
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.1 * nrows + 0.4), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(2.6 * ncols, 2.1 * nrows + 0.4),
+        sharey=True,
+        squeeze=False,
+    )
     for ax, (label, w) in zip(axes.flat, panels.items(), strict=False):
         values = _numpy(w)
         if values.ndim != 1:
-            raise ValueError(f"panel {label!r} must be a weighting of shape (N,), got {values.shape}")
+            raise ValueError(
+                f"panel {label!r} must be a weighting of shape (N,), got"
+                f" {values.shape}"
+            )
         ax.bar(np.arange(len(values)), values, width=0.8, color="C0")
         ax.set_title(label, fontsize=10)
         ax.set_xlabel(xlabel)
@@ -103,7 +133,7 @@ def weighting_panels(
         ax.grid(axis="y", alpha=0.3)
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     if title:
         fig.suptitle(title)
@@ -124,53 +154,96 @@ def sequence_images(
     title: str | None = None,
     y_start: int = 0,
 ) -> plt.Figure:
-    """Sequences ``{label: (T, channels)}`` as images with time to the right, sharing one colour bar.
+    """Sequences ``{label: (T, channels)}`` as images with time to the right, sharing
+    one colour bar.
 
-    Used for the bits of a copy-task sequence (input, target, output) and for a head's weighting over the
-    memory rows at every time step. Panels are stacked (or placed ``side_by_side``); the channels are numbered
-    from ``y_start`` on the y axis (e.g. negative for memory rows counted backwards from row 0).
+    Used for the bits of a copy-task sequence (input, target, output) and for a
+    head's weighting over the memory rows at every time step. Panels are stacked (or
+    placed ``side_by_side``); the channels are numbered from ``y_start`` on the y
+    axis (e.g. negative for memory rows counted backwards from row 0).
     """
     arrays = {label: _numpy(x) for label, x in panels.items()}
     for label, x in arrays.items():
         if x.ndim != 2:
-            raise ValueError(f"panel {label!r} must have shape (T, channels), got {x.shape}")
+            raise ValueError(
+                f"panel {label!r} must have shape (T, channels), got {x.shape}"
+            )
     n = len(arrays)
     longest = max(x.shape[0] for x in arrays.values())
     width = min(13.0, max(5.0, 0.12 * longest + 2.5))
     if side_by_side:
-        fig, axes = plt.subplots(1, n, figsize=(min(13.0, width * n * 0.6), height + 1.0), squeeze=False)
+        fig, axes = plt.subplots(
+            1, n, figsize=(min(13.0, width * n * 0.6), height + 1.0), squeeze=False
+        )
     else:
-        fig, axes = plt.subplots(n, 1, figsize=(width, height * n + 0.6), squeeze=False)
+        fig, axes = plt.subplots(
+            n, 1, figsize=(width, height * n + 0.6), squeeze=False
+        )
     for ax, (label, x) in zip(axes.flat, arrays.items(), strict=True):
-        image = ax.imshow(x.T, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest",
-                          origin="lower", extent=(-0.5, x.shape[0] - 0.5, y_start - 0.5, y_start + x.shape[1] - 0.5))
+        image = ax.imshow(
+            x.T,
+            cmap="viridis",
+            vmin=vmin,
+            vmax=vmax,
+            aspect="auto",
+            interpolation="nearest",
+            origin="lower",
+            extent=(
+                -0.5,
+                x.shape[0] - 0.5,
+                y_start - 0.5,
+                y_start + x.shape[1] - 0.5,
+            ),
+        )
         ax.set_title(label, fontsize=10)
         ax.set_ylabel(ylabel)
         ax.set_xlabel(xlabel)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
-    fig.colorbar(image, ax=list(axes.flat), label=cbar_label, fraction=0.03, pad=0.02)
+    fig.colorbar(
+        image, ax=list(axes.flat), label=cbar_label, fraction=0.03, pad=0.02
+    )
     if title:
         fig.suptitle(title)
     return fig
 
 
-def _closed_paths(points: np.ndarray, paths: dict[str, Sequence[int]], ax: Axes, legend: Callable) -> None:
-    """Draw each index sequence of ``paths`` as a closed polygon through ``points``; label it ``legend``."""
-    styles = [("tab:blue", "-"), ("tab:red", "--"), ("tab:green", ":"), ("tab:orange", "-.")]
+def _closed_paths(
+    points: np.ndarray, paths: dict[str, Sequence[int]], ax: Axes, legend: Callable
+) -> None:
+    """Draw each index sequence of ``paths`` as a closed polygon through ``points``;
+    label it ``legend``."""
+    styles = [
+        ("tab:blue", "-"),
+        ("tab:red", "--"),
+        ("tab:green", ":"),
+        ("tab:orange", "-."),
+    ]
     for k, (label, path) in enumerate(paths.items()):
         path = [int(i) for i in _numpy(path)]
         color, style = styles[k % len(styles)]
         if path:
             closed = points[path + path[:1]]
-            ax.plot(closed[:, 0], closed[:, 1], color=color, linestyle=style, linewidth=2.2 - 0.5 * k,
-                    label=legend(label, points[path]))
+            ax.plot(
+                closed[:, 0],
+                closed[:, 1],
+                color=color,
+                linestyle=style,
+                linewidth=2.2 - 0.5 * k,
+                label=legend(label, points[path]),
+            )
     ax.scatter(points[:, 0], points[:, 1], s=22, color="black", zorder=3)
     ax.set_aspect("equal")
     ax.set_xlabel("x")
     ax.set_ylabel("y")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.18), ncol=1, frameon=False)
+    ax.legend(
+        fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(0.0, -0.18),
+        ncol=1,
+        frameon=False,
+    )
 
 
 def tours(
@@ -181,7 +254,8 @@ def tours(
     title: str | None = None,
     number_cities: bool = True,
 ) -> Axes:
-    """Closed tours through the cities ``points (n, 2)``: ``{label: tour (n,)}``; the legend gives each length."""
+    """Closed tours through the cities ``points (n, 2)``: ``{label: tour (n,)}``; the
+    legend gives each length."""
     xy = _numpy(points).astype(float)
     if xy.ndim != 2 or xy.shape[1] != 2:
         raise ValueError(f"points must have shape (n, 2), got {xy.shape}")
@@ -195,7 +269,9 @@ def tours(
     _closed_paths(xy, named_tours, ax, legend)
     if number_cities:
         for i, (x, y) in enumerate(xy):
-            ax.annotate(str(i), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            ax.annotate(
+                str(i), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7
+            )
     if title:
         ax.set_title(title)
     return ax
@@ -208,11 +284,16 @@ def hulls(
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
-    """Polygons through ``points (n, 2)``, e.g. a predicted and the true convex hull: ``{label: indices}``.
+    """Polygons through ``points (n, 2)``, e.g. a predicted and the true convex hull:
+    ``{label: indices}``.
 
-    The legend gives each polygon's number of vertices and its area, or says that it crosses itself.
+    The legend gives each polygon's number of vertices and its area, or says that it
+    crosses itself.
     """
-    from attnlab.tasks.geometry import is_simple_polygon, polygon_area  # here: importing plot needs no tasks
+    from attnlab.tasks.geometry import (
+        is_simple_polygon,
+        polygon_area,
+    )  # here: importing plot needs no tasks
 
     xy = _numpy(points).astype(float)
     if xy.ndim != 2 or xy.shape[1] != 2:
@@ -241,17 +322,46 @@ def pointer_distributions(
     title: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
-    """The pointer distribution of every decoder step ``probs (T, N)`` as a heatmap (one row per step).
+    """The pointer distribution of every decoder step ``probs (T, N)`` as a heatmap
+    (one row per step).
 
-    ``chosen (T,)`` marks the input each step pointed at (positions outside ``0..N-1``, padding, are skipped).
+    ``chosen (T,)`` marks the input each step pointed at (positions outside
+    ``0..N-1``, padding, are skipped).
     """
     p = _numpy(probs)
-    ax = heatmap(p, x_labels=x_labels, y_labels=[str(t + 1) for t in range(p.shape[0])] if p.ndim == 2 else None,
-                 xlabel=xlabel, ylabel=ylabel, title=title, ax=ax, cbar_label="pointer probability")
+    ax = heatmap(
+        p,
+        x_labels=x_labels,
+        y_labels=[str(t + 1) for t in range(p.shape[0])] if p.ndim == 2 else None,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        title=title,
+        ax=ax,
+        cbar_label="pointer probability",
+    )
     if chosen is not None:
-        steps = [(t, int(j)) for t, j in enumerate(_numpy(chosen)) if 0 <= int(j) < p.shape[1]]
-        ax.scatter([j for _, j in steps], [t for t, _ in steps], marker="o", s=60, facecolors="none",
-                   edgecolors="red", linewidths=1.5, label="pointed at")
-        ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.2 if x_labels is None or len(x_labels) <= 12 else -0.35),
-                  fontsize=8, frameon=False)
+        steps = [
+            (t, int(j))
+            for t, j in enumerate(_numpy(chosen))
+            if 0 <= int(j) < p.shape[1]
+        ]
+        ax.scatter(
+            [j for _, j in steps],
+            [t for t, _ in steps],
+            marker="o",
+            s=60,
+            facecolors="none",
+            edgecolors="red",
+            linewidths=1.5,
+            label="pointed at",
+        )
+        ax.legend(
+            loc="upper left",
+            bbox_to_anchor=(
+                0.0,
+                -0.2 if x_labels is None or len(x_labels) <= 12 else -0.35,
+            ),
+            fontsize=8,
+            frameon=False,
+        )
     return ax

@@ -1,8 +1,9 @@
 """Schematic diagrams of the course's mechanisms, drawn with matplotlib.
 
-One colour per role in every diagram of the book (Okabe-Ito colours, safe for colour-blind readers): queries
-blue, keys orange, values and contexts green, attention weights purple, memory light blue, outputs red,
-inputs yellow; recurrent states are grey. Each function returns a figure; the notebooks caption it.
+One colour per role in every diagram of the book (Okabe-Ito colours, safe for
+colour-blind readers): queries blue, keys orange, values and contexts green,
+attention weights purple, memory light blue, outputs red, inputs yellow; recurrent
+states are grey. Each function returns a figure; the notebooks caption it.
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ ROLE_NAMES = {
 ARROW = "#333333"
 
 
-def _canvas(width: float, height: float, size: tuple[float, float]) -> tuple[Figure, Axes]:
-    """A figure with one axis in data units ``[0, width] x [0, height]``, no ticks or frame."""
+def _canvas(
+    width: float, height: float, size: tuple[float, float]
+) -> tuple[Figure, Axes]:
+    """A figure with one axis in data units ``[0, width] x [0, height]``, no ticks or
+    frame."""
     fig, ax = plt.subplots(figsize=size)
     ax.set_xlim(0, width)
     ax.set_ylim(0, height)
@@ -50,13 +54,27 @@ def _canvas(width: float, height: float, size: tuple[float, float]) -> tuple[Fig
 
 
 def _box(
-    ax: Axes, x: float, y: float, text: str, role: str, *, w: float = 1.0, h: float = 0.6, size: int = 10
+    ax: Axes,
+    x: float,
+    y: float,
+    text: str,
+    role: str,
+    *,
+    w: float = 1.0,
+    h: float = 0.6,
+    size: int = 10,
 ) -> FancyBboxPatch:
-    """A rounded box centred at ``(x, y)`` in the colour of ``role``, with ``text`` inside."""
+    """A rounded box centred at ``(x, y)`` in the colour of ``role``, with ``text``
+    inside."""
     colour = ROLE_COLOURS[role]
     patch = FancyBboxPatch(
-        (x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.1",
-        facecolor=to_rgba(colour, 0.22), edgecolor=colour, linewidth=1.6,
+        (x - w / 2, y - h / 2),
+        w,
+        h,
+        boxstyle="round,pad=0,rounding_size=0.1",
+        facecolor=to_rgba(colour, 0.22),
+        edgecolor=colour,
+        linewidth=1.6,
     )
     patch.set_gid(role)
     ax.add_patch(patch)
@@ -65,42 +83,95 @@ def _box(
 
 
 def _arrow(
-    ax: Axes, start: tuple[float, float], end: tuple[float, float], *, dashed: bool = False,
-    bend: float = 0.0, colour: str = ARROW,
+    ax: Axes,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    *,
+    dashed: bool = False,
+    bend: float = 0.0,
+    colour: str = ARROW,
 ) -> None:
     """An arrow from ``start`` to ``end`` (data units); ``bend`` curves it."""
     ax.annotate(
-        "", xy=end, xytext=start,
-        arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.3, "shrinkA": 0, "shrinkB": 0,
-                    "linestyle": "--" if dashed else "-", "connectionstyle": f"arc3,rad={bend}"},
+        "",
+        xy=end,
+        xytext=start,
+        arrowprops={
+            "arrowstyle": "-|>",
+            "color": colour,
+            "lw": 1.3,
+            "shrinkA": 0,
+            "shrinkB": 0,
+            "linestyle": "--" if dashed else "-",
+            "connectionstyle": f"arc3,rad={bend}",
+        },
     )
 
 
-def _note(ax: Axes, x: float, y: float, text: str, *, size: int = 9, colour: str = ARROW, **kwargs) -> None:
+def _note(
+    ax: Axes,
+    x: float,
+    y: float,
+    text: str,
+    *,
+    size: int = 9,
+    colour: str = ARROW,
+    **kwargs,
+) -> None:
     ax.text(x, y, text, fontsize=size, color=colour, **kwargs)
 
 
 def _legend(ax: Axes, roles: list[str], *, x: float = 0.5, **names: str) -> None:
-    """A legend below ``ax`` with one patch per role; ``names`` renames a role for this diagram."""
-    handles = [Patch(facecolor=to_rgba(ROLE_COLOURS[r], 0.22), edgecolor=ROLE_COLOURS[r],
-                     label=names.get(r, ROLE_NAMES[r])) for r in roles]
+    """A legend below ``ax`` with one patch per role; ``names`` renames a role for
+    this diagram."""
+    handles = [
+        Patch(
+            facecolor=to_rgba(ROLE_COLOURS[r], 0.22),
+            edgecolor=ROLE_COLOURS[r],
+            label=names.get(r, ROLE_NAMES[r]),
+        )
+        for r in roles
+    ]
     columns = len(roles) if len(roles) <= 5 else (len(roles) + 1) // 2
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(x, 0.02), ncol=columns, fontsize=8,
-              frameon=False)
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(x, 0.02),
+        ncol=columns,
+        fontsize=8,
+        frameon=False,
+    )
 
 
-def _bars(ax: Axes, x: float, y: float, weights: list[float], *, width: float, height: float) -> None:
-    """Small bars of ``weights`` (each in [0, 1]) standing on ``(x, y)``, spread over ``width``."""
+def _bars(
+    ax: Axes,
+    x: float,
+    y: float,
+    weights: list[float],
+    *,
+    width: float,
+    height: float,
+) -> None:
+    """Small bars of ``weights`` (each in [0, 1]) standing on ``(x, y)``, spread over
+    ``width``."""
     step = width / len(weights)
     colour = ROLE_COLOURS["weight"]
     for i, value in enumerate(weights):
-        ax.add_patch(Rectangle((x + i * step + 0.1 * step, y), 0.8 * step, height * value, facecolor=colour,
-                               edgecolor="none"))
+        ax.add_patch(
+            Rectangle(
+                (x + i * step + 0.1 * step, y),
+                0.8 * step,
+                height * value,
+                facecolor=colour,
+                edgecolor="none",
+            )
+        )
     ax.plot([x, x + width], [y, y], color="#555555", lw=0.8)
 
 
 def encoder_decoder(n_source: int = 4, n_target: int = 3) -> Figure:
-    """The plain encoder-decoder: every source word passes through one context vector c."""
+    """The plain encoder-decoder: every source word passes through one context vector
+    c."""
     width = 2.0 + 1.4 * (n_source + n_target) + 1.2
     fig, ax = _canvas(width, 4.6, (width * 0.85, 4.0))
     xs = [0.9 + 1.4 * j for j in range(n_source)]
@@ -127,14 +198,28 @@ def encoder_decoder(n_source: int = 4, n_target: int = 3) -> Figure:
     _arrow(ax, (cx + 0.4, 2.0), (ds[0] - 0.45, 2.0))
     _note(ax, (xs[0] + xs[-1]) / 2, 4.25, "encoder", ha="center", size=10)
     _note(ax, (ds[0] + ds[-1]) / 2, 4.25, "decoder", ha="center", size=10)
-    _note(ax, cx, 1.15, "one vector\nfor the whole\nsource", ha="center", va="top", size=8)
-    _legend(ax, ["input", "state", "value", "output"], input="words read", value="context")
+    _note(
+        ax,
+        cx,
+        1.15,
+        "one vector\nfor the whole\nsource",
+        ha="center",
+        va="top",
+        size=8,
+    )
+    _legend(
+        ax,
+        ["input", "state", "value", "output"],
+        input="words read",
+        value="context",
+    )
     fig.tight_layout()
     return fig
 
 
 def bahdanau_step(n_source: int = 5) -> Figure:
-    """One step of Bahdanau's decoder: s_{t-1} scores every h_j, softmax, context c_t, then the GRU gives s_t."""
+    """One step of Bahdanau's decoder: s_{t-1} scores every h_j, softmax, context
+    c_t, then the GRU gives s_t."""
     fig, ax = _canvas(11.0, 5.6, (9.4, 4.8))
     xs = [0.8 + 1.05 * j for j in range(n_source)]
     weights = [0.05, 0.1, 0.6, 0.2, 0.05][:n_source]
@@ -144,12 +229,34 @@ def bahdanau_step(n_source: int = 5) -> Figure:
         _box(ax, x, 1.85, f"$e_{{t{j}}}$", "weight", w=0.8, h=0.55, size=9)
         _bars(ax, x - 0.4, 2.55, [a], width=0.8, height=1.2)
         _arrow(ax, (x, 2.6 + 1.2 * a), (3.0 + 0.3 * (x - 3.0) / 3, 4.3))
-    _note(ax, xs[-1] + 0.55, 2.3, "scores (the alignment model)", va="center", size=8)
-    _note(ax, xs[-1] + 0.55, 3.0, r"softmax: weights $\alpha_{tj}$", va="center", size=8)
+    _note(
+        ax, xs[-1] + 0.55, 2.3, "scores (the alignment model)", va="center", size=8
+    )
+    _note(
+        ax,
+        xs[-1] + 0.55,
+        3.0,
+        r"softmax: weights $\alpha_{tj}$",
+        va="center",
+        size=8,
+    )
     query_x = xs[-1] + 3.9
     _box(ax, query_x, 0.6, r"$\mathbf{s}_{t-1}$", "query", w=1.0)
-    _arrow(ax, (query_x - 0.5, 0.75), (xs[-1] + 0.4, 1.85), bend=0.1, colour=ROLE_COLOURS["query"])
-    _box(ax, 3.0, 4.6, r"$\mathbf{c}_t = \sum_j \alpha_{tj}\,\mathbf{h}_j$", "value", w=2.6)
+    _arrow(
+        ax,
+        (query_x - 0.5, 0.75),
+        (xs[-1] + 0.4, 1.85),
+        bend=0.1,
+        colour=ROLE_COLOURS["query"],
+    )
+    _box(
+        ax,
+        3.0,
+        4.6,
+        r"$\mathbf{c}_t = \sum_j \alpha_{tj}\,\mathbf{h}_j$",
+        "value",
+        w=2.6,
+    )
     _box(ax, query_x, 3.0, "GRU", "state", w=1.0)
     _arrow(ax, (query_x, 0.9), (query_x, 2.7))
     _arrow(ax, (4.3, 4.6), (query_x - 0.5, 3.2), bend=-0.15)
@@ -157,25 +264,62 @@ def bahdanau_step(n_source: int = 5) -> Figure:
     _arrow(ax, (query_x + 1.2, 2.2), (query_x + 0.5, 2.85))
     _box(ax, query_x, 4.6, r"$\mathbf{s}_t \to y_t$", "output", w=1.3)
     _arrow(ax, (query_x, 3.3), (query_x, 4.3))
-    for number, (x, y) in enumerate([(query_x - 1.6, 1.45), (xs[2] + 0.55, 2.45), (1.6, 4.1),
-                                     (query_x + 0.3, 3.65)], start=1):
-        ax.text(x, y, str(number), fontsize=9, ha="center", va="center", color="white",
-                bbox={"boxstyle": "circle,pad=0.2", "facecolor": ARROW, "edgecolor": "none"})
-    _legend(ax, ["query", "key", "weight", "value", "state", "input", "output"], key="keys = values (annotations)")
+    for number, (x, y) in enumerate(
+        [
+            (query_x - 1.6, 1.45),
+            (xs[2] + 0.55, 2.45),
+            (1.6, 4.1),
+            (query_x + 0.3, 3.65),
+        ],
+        start=1,
+    ):
+        ax.text(
+            x,
+            y,
+            str(number),
+            fontsize=9,
+            ha="center",
+            va="center",
+            color="white",
+            bbox={
+                "boxstyle": "circle,pad=0.2",
+                "facecolor": ARROW,
+                "edgecolor": "none",
+            },
+        )
+    _legend(
+        ax,
+        ["query", "key", "weight", "value", "state", "input", "output"],
+        key="keys = values (annotations)",
+    )
     fig.tight_layout()
     return fig
 
 
 def luong_step(n_source: int = 7, centre: int = 3, half_width: int = 1) -> Figure:
-    """Luong's step: the RNN first, then attention from h_t (here local, in a window), then the attentional state."""
+    """Luong's step: the RNN first, then attention from h_t (here local, in a
+    window), then the attentional state."""
     fig, ax = _canvas(12.6, 6.0, (10.5, 5.0))
     xs = [0.8 + 0.95 * s for s in range(n_source)]
     lo, hi = xs[centre - half_width] - 0.45, xs[centre + half_width] + 0.45
-    ax.add_patch(Rectangle((lo, 0.15), hi - lo, 3.2, facecolor=to_rgba(ROLE_COLOURS["weight"], 0.08),
-                           edgecolor=ROLE_COLOURS["weight"], linestyle="--", linewidth=1.0))
-    _note(ax, (lo + hi) / 2, 3.45, r"window $[p_t - D,\ p_t + D]$", ha="center", size=8)
+    ax.add_patch(
+        Rectangle(
+            (lo, 0.15),
+            hi - lo,
+            3.2,
+            facecolor=to_rgba(ROLE_COLOURS["weight"], 0.08),
+            edgecolor=ROLE_COLOURS["weight"],
+            linestyle="--",
+            linewidth=1.0,
+        )
+    )
+    _note(
+        ax, (lo + hi) / 2, 3.45, r"window $[p_t - D,\ p_t + D]$", ha="center", size=8
+    )
     weights = [0.0] * n_source
-    weights[centre - half_width: centre + half_width + 1] = [0.25, 0.55, 0.2][: 2 * half_width + 1]
+    weights[centre - half_width : centre + half_width + 1] = [0.25, 0.55, 0.2][
+        : 2 * half_width + 1
+    ]
     for s, (x, a) in enumerate(zip(xs, weights, strict=True), start=1):
         _box(ax, x, 0.6, rf"$\bar{{\mathbf{{h}}}}_{s}$", "key", w=0.75)
         if a > 0:
@@ -183,33 +327,62 @@ def luong_step(n_source: int = 7, centre: int = 3, half_width: int = 1) -> Figur
             _bars(ax, x - 0.35, 1.7, [a], width=0.7, height=1.3)
     rnn_x = xs[-1] + 2.2
     _box(ax, rnn_x, 0.6, "RNN", "state", w=1.0)
-    _box(ax, rnn_x + 2.4, 0.6, r"$[\mathbf{e}(y_{t-1});\ \tilde{\mathbf{h}}_{t-1}]$", "input", w=2.1, h=0.55,
-         size=9)
+    _box(
+        ax,
+        rnn_x + 2.4,
+        0.6,
+        r"$[\mathbf{e}(y_{t-1});\ \tilde{\mathbf{h}}_{t-1}]$",
+        "input",
+        w=2.1,
+        h=0.55,
+        size=9,
+    )
     _arrow(ax, (rnn_x + 1.35, 0.6), (rnn_x + 0.5, 0.6))
     _box(ax, rnn_x, 2.1, r"$\mathbf{h}_t$", "query", w=0.9)
     _arrow(ax, (rnn_x, 0.9), (rnn_x, 1.8))
     _arrow(ax, (rnn_x - 0.45, 2.1), (hi + 0.1, 2.1), colour=ROLE_COLOURS["query"])
-    _note(ax, (hi + rnn_x) / 2 - 0.3, 2.25, r"score$(\mathbf{h}_t, \bar{\mathbf{h}}_s)$", ha="center", size=8)
+    _note(
+        ax,
+        (hi + rnn_x) / 2 - 0.3,
+        2.25,
+        r"score$(\mathbf{h}_t, \bar{\mathbf{h}}_s)$",
+        ha="center",
+        size=8,
+    )
     _box(ax, (lo + hi) / 2, 4.35, r"$\mathbf{c}_t$", "value", w=0.9)
     _arrow(ax, ((lo + hi) / 2, 3.3), ((lo + hi) / 2, 4.05))
-    _box(ax, rnn_x, 4.35, r"$\tilde{\mathbf{h}}_t = \tanh(\mathbf{W}_c[\mathbf{c}_t; \mathbf{h}_t])$", "state",
-         w=3.4, size=9)
+    _box(
+        ax,
+        rnn_x,
+        4.35,
+        r"$\tilde{\mathbf{h}}_t = \tanh(\mathbf{W}_c[\mathbf{c}_t; \mathbf{h}_t])$",
+        "state",
+        w=3.4,
+        size=9,
+    )
     _arrow(ax, ((lo + hi) / 2 + 0.45, 4.35), (rnn_x - 1.7, 4.35))
     _arrow(ax, (rnn_x, 2.4), (rnn_x, 4.05))
     _box(ax, rnn_x, 5.5, r"$y_t$", "output", w=0.8, h=0.5)
     _arrow(ax, (rnn_x, 4.65), (rnn_x, 5.25))
     _arrow(ax, (rnn_x + 1.7, 4.35), (rnn_x + 2.4, 0.9), dashed=True, bend=-0.3)
     _note(ax, rnn_x + 2.45, 2.9, "input feeding:\nto the next step", size=8)
-    _legend(ax, ["query", "key", "weight", "value", "state", "input", "output"],
-            key="keys = values (encoder states)")
+    _legend(
+        ax,
+        ["query", "key", "weight", "value", "state", "input", "output"],
+        key="keys = values (encoder states)",
+    )
     fig.tight_layout()
     return fig
 
 
 def simple_vs_parameterized() -> Figure:
-    """Left: simple attention, a(t) = softmax(Y_e^T y_d(t)); right: queries, keys and values from projections."""
+    """Left: simple attention, a(t) = softmax(Y_e^T y_d(t)); right: queries, keys and
+    values from projections."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.2))
-    for ax, title in [(left, "simple attention"), (right, "parameterized attention")]:
+    for ax, title in [
+        (left, "simple attention"),
+        (right, "parameterized attention"),
+    ]:
         ax.set_xlim(0, 6.0)
         ax.set_ylim(0, 5.2)
         ax.set_aspect("equal")
@@ -217,8 +390,15 @@ def simple_vs_parameterized() -> Figure:
         ax.set_title(title, fontsize=11)
     _box(left, 1.2, 0.6, r"$\mathbf{y}_d(t)$", "query", w=1.2)
     _box(left, 4.4, 0.6, r"$Y_e$", "key", w=1.2)
-    _box(left, 2.8, 2.2, r"$\mathbf{a}(t) = \mathrm{softmax}(Y_e^\top \mathbf{y}_d(t))$", "weight",
-         w=4.4, size=9)
+    _box(
+        left,
+        2.8,
+        2.2,
+        r"$\mathbf{a}(t) = \mathrm{softmax}(Y_e^\top \mathbf{y}_d(t))$",
+        "weight",
+        w=4.4,
+        size=9,
+    )
     _arrow(left, (1.2, 0.9), (1.6, 1.9))
     _arrow(left, (4.4, 0.9), (4.0, 1.9))
     _box(left, 2.8, 3.9, r"$\mathbf{y}_a(t) = Y_e\, \mathbf{a}(t)$", "value", w=3.0)
@@ -233,11 +413,26 @@ def simple_vs_parameterized() -> Figure:
     _arrow(right, (0.9, 0.9), (0.9, 1.6))
     _arrow(right, (4.0, 0.9), (3.4, 1.6))
     _arrow(right, (4.4, 0.9), (4.9, 1.6))
-    _box(right, 2.0, 3.2, r"$\mathbf{a}(t) = \mathrm{softmax}((W^K Y_e)^\top W^Q \mathbf{y}_d(t))$",
-         "weight", w=3.9, size=8)
+    _box(
+        right,
+        2.0,
+        3.2,
+        r"$\mathbf{a}(t) = \mathrm{softmax}((W^K Y_e)^\top W^Q \mathbf{y}_d(t))$",
+        "weight",
+        w=3.9,
+        size=8,
+    )
     _arrow(right, (0.9, 2.2), (1.4, 2.9))
     _arrow(right, (3.2, 2.2), (2.7, 2.9))
-    _box(right, 3.9, 4.5, r"$\mathbf{y}_a(t) = (W^V Y_e)\,\mathbf{a}(t)$", "value", w=2.9, size=9)
+    _box(
+        right,
+        3.9,
+        4.5,
+        r"$\mathbf{y}_a(t) = (W^V Y_e)\,\mathbf{a}(t)$",
+        "value",
+        w=2.9,
+        size=9,
+    )
     _arrow(right, (2.0, 3.5), (2.9, 4.2))
     _arrow(right, (5.1, 2.2), (4.9, 4.2))
     _legend(right, ["query", "key", "weight", "value", "state"], x=-0.1)
@@ -246,13 +441,16 @@ def simple_vs_parameterized() -> Figure:
 
 
 def ntm_addressing(rows: int = 8) -> Figure:
-    """The NTM's addressing pipeline on a small example, every weighting computed by :mod:`attnlab.ntm`.
+    """The NTM's addressing pipeline on a small example, every weighting computed by
+    :mod:`attnlab.ntm`.
 
-    Content (key against memory, strength beta) -> interpolation with the previous weighting (gate g) ->
-    circular shift (kernel s) -> sharpening (gamma).
+    Content (key against memory, strength beta) -> interpolation with the previous
+    weighting (gate g) -> circular shift (kernel s) -> sharpening (gamma).
     """
     memory = torch.eye(rows, 4)[None] + 0.1
-    memory[0, 5] = memory[0, 1]  # two rows match the key: content alone cannot decide
+    memory[0, 5] = memory[
+        0, 1
+    ]  # two rows match the key: content alone cannot decide
     key = memory[0, 1][None]
     w_prev = torch.zeros(1, rows)
     w_prev[0, 4] = 1.0
@@ -261,9 +459,21 @@ def ntm_addressing(rows: int = 8) -> Figure:
     w_shifted = ntm.shift(w_gated, torch.tensor([[0.05, 0.1, 0.85]]))
     w_final = ntm.sharpen(w_shifted, torch.tensor([4.0]))
     stages = [
-        (r"content $\mathbf{w}^c_t$", r"key $\mathbf{k}_t$, strength $\beta_t$", w_content),
-        (r"interpolated $\mathbf{w}^g_t$", r"gate $g_t$ with $\mathbf{w}_{t-1}$", w_gated),
-        (r"shifted $\tilde{\mathbf{w}}_t$", r"shift kernel $\mathbf{s}_t$", w_shifted),
+        (
+            r"content $\mathbf{w}^c_t$",
+            r"key $\mathbf{k}_t$, strength $\beta_t$",
+            w_content,
+        ),
+        (
+            r"interpolated $\mathbf{w}^g_t$",
+            r"gate $g_t$ with $\mathbf{w}_{t-1}$",
+            w_gated,
+        ),
+        (
+            r"shifted $\tilde{\mathbf{w}}_t$",
+            r"shift kernel $\mathbf{s}_t$",
+            w_shifted,
+        ),
         (r"sharpened $\mathbf{w}_t$", r"exponent $\gamma_t$", w_final),
     ]
     fig, ax = _canvas(16.0, 4.4, (12.0, 3.6))
@@ -273,7 +483,15 @@ def ntm_addressing(rows: int = 8) -> Figure:
         _bars(ax, x, 1.2, weights[0].tolist(), width=2.4, height=1.8)
         _note(ax, x + 1.2, 3.3, name, ha="center", size=9)
         _note(ax, x + 1.2, 0.75, f"rows 0 to {rows - 1}", ha="center", size=7)
-        _note(ax, x + 1.2, 0.3, parameter, ha="center", size=8, colour=ROLE_COLOURS["query"])
+        _note(
+            ax,
+            x + 1.2,
+            0.3,
+            parameter,
+            ha="center",
+            size=8,
+            colour=ROLE_COLOURS["query"],
+        )
         _arrow(ax, (x - 0.8, 2.0), (x - 0.1, 2.0))
     _arrow(ax, (3.0 + 3.3 * 3 + 2.5, 2.0), (15.8, 2.0))
     _note(ax, 15.9, 2.0, "read or\nwrite", va="center", size=8)
@@ -283,27 +501,65 @@ def ntm_addressing(rows: int = 8) -> Figure:
 
 
 def pointer_step(n_inputs: int = 5, chosen: int = 3) -> Figure:
-    """A pointer network's decoder step: the attention weights over the inputs are the output distribution."""
+    """A pointer network's decoder step: the attention weights over the inputs are
+    the output distribution."""
     fig, ax = _canvas(10.0, 5.2, (8.6, 4.4))
     xs = [0.9 + 1.1 * j for j in range(n_inputs)]
     weights = [0.05, 0.1, 0.15, 0.6, 0.1][:n_inputs]
     for j, (x, a) in enumerate(zip(xs, weights, strict=True), start=1):
-        _box(ax, x, 0.5, f"$x_{j}$", "output" if j == chosen + 1 else "input", w=0.7, h=0.5)
+        _box(
+            ax,
+            x,
+            0.5,
+            f"$x_{j}$",
+            "output" if j == chosen + 1 else "input",
+            w=0.7,
+            h=0.5,
+        )
         _arrow(ax, (x, 0.75), (x, 1.35))
         _box(ax, x, 1.65, f"$h_{j}$", "key", w=0.7)
         _arrow(ax, (x, 1.95), (x, 2.45))
         _bars(ax, x - 0.4, 2.5, [a], width=0.8, height=1.6)
-    _note(ax, xs[0] - 0.5, 4.5, r"$p(C_t = j) = \mathrm{softmax}_j(u^t_j)$, $u^t_j = v^\top\tanh(W_1 h_j + W_2 s_t)$",
-          size=9)
+    _note(
+        ax,
+        xs[0] - 0.5,
+        4.5,
+        r"$p(C_t = j) = \mathrm{softmax}_j(u^t_j)$, $u^t_j = v^\top\tanh(W_1 h_j +"
+        r" W_2 s_t)$",
+        size=9,
+    )
     sx = xs[-1] + 2.4
     _box(ax, sx, 1.65, r"$s_t$", "query", w=0.8)
-    _arrow(ax, (sx - 0.4, 1.75), (xs[-1] + 0.45, 2.7), colour=ROLE_COLOURS["query"], bend=0.15)
+    _arrow(
+        ax,
+        (sx - 0.4, 1.75),
+        (xs[-1] + 0.45, 2.7),
+        colour=ROLE_COLOURS["query"],
+        bend=0.15,
+    )
     _box(ax, sx, 0.5, r"$x_{C_{t-1}}$", "input", w=1.0, h=0.5)
     _arrow(ax, (sx, 0.75), (sx, 1.35))
     top = 2.5 + 1.6 * weights[chosen]
-    _arrow(ax, (xs[chosen] + 0.45, top - 0.2), (sx + 0.3, 0.8), dashed=True, bend=-0.5,
-           colour=ROLE_COLOURS["output"])
-    _note(ax, sx + 0.6, 3.2, "output: input " + str(chosen + 1) + "\n(next step reads it)", size=8)
-    _legend(ax, ["query", "key", "weight", "output", "input"], key="encoder states", output="the input pointed to")
+    _arrow(
+        ax,
+        (xs[chosen] + 0.45, top - 0.2),
+        (sx + 0.3, 0.8),
+        dashed=True,
+        bend=-0.5,
+        colour=ROLE_COLOURS["output"],
+    )
+    _note(
+        ax,
+        sx + 0.6,
+        3.2,
+        "output: input " + str(chosen + 1) + "\n(next step reads it)",
+        size=8,
+    )
+    _legend(
+        ax,
+        ["query", "key", "weight", "output", "input"],
+        key="encoder states",
+        output="the input pointed to",
+    )
     fig.tight_layout()
     return fig

@@ -1,4 +1,5 @@
-"""One seeded training loop, shared by every chapter: steps, progress bar, evaluation, history, best checkpoint."""
+"""One seeded training loop, shared by every chapter: steps, progress bar,
+evaluation, history, best checkpoint."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from attnlab.progress import progress
 
 
 def seed_everything(seed: int) -> torch.Generator:
-    """Seed Python, NumPy and torch; return a fresh ``torch.Generator`` seeded the same, for data."""
+    """Seed Python, NumPy and torch; return a fresh ``torch.Generator`` seeded the
+    same, for data."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -27,7 +29,8 @@ def seed_everything(seed: int) -> torch.Generator:
 
 @dataclass
 class History:
-    """What happened during training: loss per step, evaluations, time and examples seen."""
+    """What happened during training: loss per step, evaluations, time and examples
+    seen."""
 
     loss: list[float] = field(default_factory=list)
     evals: list[dict[str, float]] = field(default_factory=list)
@@ -41,7 +44,8 @@ class History:
         return [int(e["step"]) for e in rows], [e[name] for e in rows]
 
     def smoothed_loss(self, window: int = 50) -> np.ndarray:
-        """Moving average of the training loss over ``window`` steps (shorter at the start)."""
+        """Moving average of the training loss over ``window`` steps (shorter at the
+        start)."""
         loss = np.asarray(self.loss, dtype=float)
         cumsum = np.cumsum(np.insert(loss, 0, 0.0))
         idx = np.arange(1, len(loss) + 1)
@@ -66,17 +70,25 @@ def train(
 ) -> History:
     """Train ``model`` with Adam for ``steps`` steps and return its :class:`History`.
 
-    next_batch(step) returns a batch; loss_fn(model, batch) returns a scalar loss. ``lr_factor(step)``
-    multiplies the learning rate (e.g. a drop late in the run). ``evaluate(model)`` is called every
-    ``eval_every`` steps and at the end (in eval mode, without gradients); with ``best=("val_bits", "min")``
-    the weights of the best evaluation are restored at the end. ``clip`` is the gradient-norm clip.
+    next_batch(step) returns a batch; loss_fn(model, batch) returns a scalar loss.
+    ``lr_factor(step)`` multiplies the learning rate (e.g. a drop late in the run).
+    ``evaluate(model)`` is called every ``eval_every`` steps and at the end (in eval
+    mode, without gradients); with ``best=("val_bits", "min")`` the weights of the
+    best evaluation are restored at the end. ``clip`` is the gradient-norm clip.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if best is not None and (evaluate is None or best[1] not in ("min", "max")):
-        raise ValueError(f"best needs an evaluate function and a direction 'min' or 'max', got {best}")
+        raise ValueError(
+            "best needs an evaluate function and a direction 'min' or 'max', got"
+            f" {best}"
+        )
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor) if lr_factor else None
+    scheduler = (
+        torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+        if lr_factor
+        else None
+    )
     history = History()
     best_value, best_state = math.inf, None
     postfix: dict[str, str] = {}
@@ -92,7 +104,11 @@ def train(
         if best is not None:
             value = result[best[0]] if best[1] == "min" else -result[best[0]]
             if value < best_value:
-                best_value, best_state, history.best_step = value, copy.deepcopy(model.state_dict()), step
+                best_value, best_state, history.best_step = (
+                    value,
+                    copy.deepcopy(model.state_dict()),
+                    step,
+                )
         postfix.update({k: f"{v:.3g}" for k, v in result.items() if k != "step"})
 
     model.train()

@@ -1,21 +1,29 @@
-"""The Transformer (Vaswani et al., 2017) assembled from the course's pieces: attention in three places.
+"""The Transformer (Vaswani et al., 2017) assembled from the course's pieces:
+attention in three places.
 
-* **encoder self-attention**: every source word attends to every source word (padding masked);
-* **masked decoder self-attention**: every target position attends to itself and the positions before it
-  (:func:`causal_mask`), so that teacher forcing can run all positions at once without looking ahead;
-* **cross-attention**: every target position attends to the encoder's states, the parameterized attention of
-  the previous chapter with the scaled dot product and several heads.
+* * **encoder self-attention**: every source word attends to every source word
+  (padding masked);
+* * **masked decoder self-attention**: every target position attends to itself and
+  the positions before it (:func:`causal_mask`), so that teacher forcing can run all
+  positions at once without looking ahead;
+* * **cross-attention**: every target position attends to the encoder's states, the
+  parameterized attention of the previous chapter with the scaled dot product and
+  several heads.
 
-Each sub-layer is wrapped in a residual connection and a layer normalisation, either after the residual sum
-("post-norm", the original order: ``x <- norm(x + f(x))``) or before the sub-layer ("pre-norm":
-``x <- x + f(norm(x))``, with one more normalisation at the end of each stack). A position-wise feed-forward
-network follows the attention in every layer. No dropout: the toy task has unlimited fresh data.
+Each sub-layer is wrapped in a residual connection and a layer normalisation, either
+after the residual sum ("post-norm", the original order: ``x <- norm(x + f(x))``) or
+before the sub-layer ("pre-norm":
+``x <- x + f(norm(x))``, with one more normalisation at the end of each stack). A
+position-wise feed-forward network follows the attention in every layer. No dropout:
+the toy task has unlimited fresh data.
 
-:class:`Transformer` is a :class:`~attnlab.seq2seq.Seq2Seq`: ``model(src, src_mask, targets)`` decodes with
-teacher forcing (all positions in one pass), ``model.greedy`` and ``model.beam_search`` decode word by word
-through ``decode_init`` / ``decode_step``, so the translation helpers of :mod:`attnlab.tasks.translation`
-(training, :func:`~attnlab.tasks.translation.evaluate_translation`, attention maps) work unchanged. Masks
-follow the package convention: ``True`` = a real position / may attend.
+:class:`Transformer` is a :class:`~attnlab.seq2seq.Seq2Seq`: ``model(src, src_mask,
+targets)`` decodes with teacher forcing (all positions in one pass), ``model.greedy``
+and ``model.beam_search`` decode word by word through ``decode_init`` /
+``decode_step``, so the translation helpers of :mod:`attnlab.tasks.translation`
+(training, :func:`~attnlab.tasks.translation.evaluate_translation`, attention maps)
+work unchanged. Masks follow the package convention: ``True`` = a real position / may
+attend.
 """
 
 from __future__ import annotations
@@ -29,63 +37,111 @@ from torch import nn
 from attnlab._validate import check_ndim, check_positive, shape_of
 from attnlab.attention import MultiHeadAttention, causal_mask
 from attnlab.selfattention import sinusoidal_positions
-from attnlab.seq2seq import DecoderBase, DecodeResult, Encoded, Seq2Seq, State, check_source
+from attnlab.seq2seq import (
+    DecoderBase,
+    DecodeResult,
+    Encoded,
+    Seq2Seq,
+    State,
+    check_source,
+)
 
 __all__ = [
-    "DecoderLayer", "EncoderLayer", "LearnedPositions", "Transformer", "TransformerDecodeResult",
-    "TransformerDecoder", "TransformerEncoder", "causal_mask", "sinusoidal_positions",
+    "DecoderLayer",
+    "EncoderLayer",
+    "LearnedPositions",
+    "Transformer",
+    "TransformerDecodeResult",
+    "TransformerDecoder",
+    "TransformerEncoder",
+    "causal_mask",
+    "sinusoidal_positions",
 ]
 
 
 def _check_input(name: str, x: torch.Tensor, d_model: int, layout: str) -> None:
     check_ndim(name, x, layout, ndim=3)
     if x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have shape {layout} with d_model = {d_model}, got {shape_of(x)}")
+        raise ValueError(
+            f"{name} must have shape {layout} with d_model = {d_model}, got"
+            f" {shape_of(x)}"
+        )
 
 
 def feed_forward(d_model: int, d_ff: int) -> nn.Sequential:
-    """The position-wise feed-forward network ``W_2 relu(W_1 x + b_1) + b_2`` (``d_ff`` hidden units)."""
+    """The position-wise feed-forward network ``W_2 relu(W_1 x + b_1) + b_2``
+    (``d_ff`` hidden units)."""
     check_positive("d_ff", d_ff)
-    return nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+    return nn.Sequential(
+        nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model)
+    )
 
 
-def _check_torch_layer(layer: nn.Module, kind: type, norm_first: bool, d_model: int, d_ff: int) -> None:
+def _check_torch_layer(
+    layer: nn.Module, kind: type, norm_first: bool, d_model: int, d_ff: int
+) -> None:
     if not isinstance(layer, kind):
-        raise TypeError(f"layer must be a torch.nn.{kind.__name__}, got {type(layer).__name__}")
+        raise TypeError(
+            f"layer must be a torch.nn.{kind.__name__}, got {type(layer).__name__}"
+        )
     if layer.norm_first != norm_first:
-        raise ValueError(f"this layer has norm_first = {norm_first}, the torch layer {layer.norm_first}")
+        raise ValueError(
+            f"this layer has norm_first = {norm_first}, the torch layer"
+            f" {layer.norm_first}"
+        )
     activation = layer.activation
-    if not (activation is torch.nn.functional.relu or isinstance(activation, nn.ReLU)):
-        raise ValueError("only a torch layer with activation='relu' has the same computation")
+    if not (
+        activation is torch.nn.functional.relu or isinstance(activation, nn.ReLU)
+    ):
+        raise ValueError(
+            "only a torch layer with activation='relu' has the same computation"
+        )
     if (layer.linear1.in_features, layer.linear1.out_features) != (d_model, d_ff):
-        raise ValueError(f"sizes differ: this layer has d_model = {d_model}, d_ff = {d_ff}; the torch layer has "
-                         f"d_model = {layer.linear1.in_features}, dim_feedforward = {layer.linear1.out_features}")
+        raise ValueError(
+            f"sizes differ: this layer has d_model = {d_model}, d_ff = {d_ff}; the"
+            f" torch layer has d_model = {layer.linear1.in_features},"
+            f" dim_feedforward = {layer.linear1.out_features}"
+        )
 
 
 class EncoderLayer(nn.Module):
-    """One encoder layer: multi-head self-attention, then the feed-forward network, each with a residual.
+    """One encoder layer: multi-head self-attention, then the feed-forward network,
+    each with a residual.
 
-    Post-norm (``norm_first=False``): ``x <- norm1(x + MHA(x, x, x))``, ``x <- norm2(x + FFN(x))``.
-    Pre-norm (``norm_first=True``): ``x <- x + MHA(n, n, n)`` with ``n = norm1(x)``, ``x <- x + FFN(norm2(x))``.
+    Post-norm (``norm_first=False``): ``x <- norm1(x + MHA(x, x, x))``, ``x <-
+    norm2(x + FFN(x))``. Pre-norm (``norm_first=True``): ``x <- x + MHA(n, n, n)``
+    with ``n = norm1(x)``, ``x <- x + FFN(norm2(x))``.
 
-    ``forward(x (B, T, d_model), key_padding_mask (B, T) = None, attn_mask (T, T) = None)`` returns
-    ``(x (B, T, d_model), weights (B, n_heads, T, T))``.
+    ``forward(x (B, T, d_model), key_padding_mask (B, T) = None, attn_mask (T, T) =
+    None)`` returns ``(x (B, T, d_model), weights (B, n_heads, T, T))``.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, norm_first: bool = False) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, *, norm_first: bool = False
+    ) -> None:
         super().__init__()
         self.d_model, self.d_ff, self.norm_first = d_model, d_ff, norm_first
         self.self_attention = MultiHeadAttention(d_model, n_heads)
         self.feed_forward = feed_forward(d_model, d_ff)
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
-                attn_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         _check_input("x", x, self.d_model, "(batch, T, d_model)")
 
         def attend(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            return self.self_attention(h, h, h, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-                                       average_attn_weights=False)
+            return self.self_attention(
+                h,
+                h,
+                h,
+                key_padding_mask=key_padding_mask,
+                attn_mask=attn_mask,
+                average_attn_weights=False,
+            )
 
         if self.norm_first:
             mixed, weights = attend(self.norm1(x))
@@ -93,62 +149,104 @@ class EncoderLayer(nn.Module):
             return x + self.feed_forward(self.norm2(x)), weights
         mixed, weights = attend(x)
         x = self.norm1(x + mixed)  # every position has looked at every other one
-        return self.norm2(x + self.feed_forward(x)), weights  # then each position is transformed on its own
+        return (
+            self.norm2(x + self.feed_forward(x)),
+            weights,
+        )  # then each position is transformed on its own
 
     @torch.no_grad()
     def load_torch_weights(self, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
-        """Copy a ``torch.nn.TransformerEncoderLayer`` (ReLU, same sizes and ``norm_first``); returns ``self``."""
-        _check_torch_layer(layer, nn.TransformerEncoderLayer, self.norm_first, self.d_model, self.d_ff)
+        """Copy a ``torch.nn.TransformerEncoderLayer`` (ReLU, same sizes and
+        ``norm_first``); returns ``self``."""
+        _check_torch_layer(
+            layer,
+            nn.TransformerEncoderLayer,
+            self.norm_first,
+            self.d_model,
+            self.d_ff,
+        )
         self.self_attention.load_torch_weights(layer.self_attn)
-        for ours, theirs in [(self.norm1, layer.norm1), (self.norm2, layer.norm2),
-                             (self.feed_forward[0], layer.linear1), (self.feed_forward[2], layer.linear2)]:
+        for ours, theirs in [
+            (self.norm1, layer.norm1),
+            (self.norm2, layer.norm2),
+            (self.feed_forward[0], layer.linear1),
+            (self.feed_forward[2], layer.linear2),
+        ]:
             ours.load_state_dict(theirs.state_dict())
         return self
 
 
 class DecoderLayer(nn.Module):
-    """One decoder layer: masked self-attention, cross-attention to the encoder, feed-forward; each with a residual.
+    """One decoder layer: masked self-attention, cross-attention to the encoder,
+    feed-forward; each with a residual.
 
-    Post-norm: ``x <- norm1(x + MHA(x, x, x; causal))``, ``x <- norm2(x + MHA(x, memory, memory))``,
-    ``x <- norm3(x + FFN(x))``. Pre-norm: the same sub-layers applied to ``norm_i(x)`` and added to ``x``.
+    Post-norm: ``x <- norm1(x + MHA(x, x, x; causal))``, ``x <- norm2(x + MHA(x,
+    memory, memory))``, ``x <- norm3(x + FFN(x))``. Pre-norm: the same sub-layers
+    applied to ``norm_i(x)`` and added to ``x``.
 
-    ``forward(x (B, T, d_model), memory (B, S, d_model), tgt_mask (T, T) = None, memory_key_padding_mask (B, S)
-    = None, past=None)`` returns ``(x, self_weights (B, h, T, T'), cross_weights (B, h, T, S))``. ``tgt_mask``
-    is ``True`` where a target position may attend (pass :func:`causal_mask`). For decoding word by word,
-    ``past (B, t, d_model)`` holds this layer's inputs at the ``t`` earlier positions: the self-attention then
-    uses ``[past; x]`` as keys and values (``T' = t + T``), and ``tgt_mask`` must be ``(T, t + T)``.
+    ``forward(x (B, T, d_model), memory (B, S, d_model), tgt_mask (T, T) = None,
+    memory_key_padding_mask (B, S) = None, past=None)`` returns ``(x, self_weights
+    (B, h, T, T'), cross_weights (B, h, T, S))``. ``tgt_mask`` is ``True`` where a
+    target position may attend (pass :func:`causal_mask`). For decoding word by word,
+    ``past (B, t, d_model)`` holds this layer's inputs at the ``t`` earlier
+    positions: the self-attention then uses ``[past; x]`` as keys and values (``T' =
+    t + T``), and ``tgt_mask`` must be ``(T, t + T)``.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, norm_first: bool = False) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, *, norm_first: bool = False
+    ) -> None:
         super().__init__()
         self.d_model, self.d_ff, self.norm_first = d_model, d_ff, norm_first
         self.self_attention = MultiHeadAttention(d_model, n_heads)
         self.cross_attention = MultiHeadAttention(d_model, n_heads)
         self.feed_forward = feed_forward(d_model, d_ff)
-        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d_model), nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.norm1, self.norm2, self.norm3 = (
+            nn.LayerNorm(d_model),
+            nn.LayerNorm(d_model),
+            nn.LayerNorm(d_model),
+        )
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
-                memory_key_padding_mask: torch.Tensor | None = None,
-                past: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+        memory_key_padding_mask: torch.Tensor | None = None,
+        past: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         _check_input("x", x, self.d_model, "(batch, T, d_model)")
         _check_input("memory", memory, self.d_model, "(batch, S, d_model)")
         if memory.shape[0] != x.shape[0]:
-            raise ValueError(f"memory must have shape (batch, S, d_model) with batch = {x.shape[0]} like x "
-                             f"{shape_of(x)}, got {shape_of(memory)}")
+            raise ValueError(
+                "memory must have shape (batch, S, d_model) with batch ="
+                f" {x.shape[0]} like x {shape_of(x)}, got {shape_of(memory)}"
+            )
         context = x
         if past is not None:
             _check_input("past", past, self.d_model, "(batch, t, d_model)")
             if past.shape[0] != x.shape[0]:
-                raise ValueError(f"past must have shape (batch, t, d_model) with batch = {x.shape[0]}, "
-                                 f"got {shape_of(past)}")
+                raise ValueError(
+                    "past must have shape (batch, t, d_model) with batch ="
+                    f" {x.shape[0]}, got {shape_of(past)}"
+                )
             context = torch.cat([past, x], dim=1)
 
-        def self_attend(h: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            return self.self_attention(h, c, c, attn_mask=tgt_mask, average_attn_weights=False)
+        def self_attend(
+            h: torch.Tensor, c: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            return self.self_attention(
+                h, c, c, attn_mask=tgt_mask, average_attn_weights=False
+            )
 
         def cross_attend(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            return self.cross_attention(h, memory, memory, key_padding_mask=memory_key_padding_mask,
-                                        average_attn_weights=False)
+            return self.cross_attention(
+                h,
+                memory,
+                memory,
+                key_padding_mask=memory_key_padding_mask,
+                average_attn_weights=False,
+            )
 
         if self.norm_first:
             mixed, self_weights = self_attend(self.norm1(x), self.norm1(context))
@@ -164,22 +262,36 @@ class DecoderLayer(nn.Module):
 
     @torch.no_grad()
     def load_torch_weights(self, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
-        """Copy a ``torch.nn.TransformerDecoderLayer`` (ReLU, same sizes and ``norm_first``); returns ``self``."""
-        _check_torch_layer(layer, nn.TransformerDecoderLayer, self.norm_first, self.d_model, self.d_ff)
+        """Copy a ``torch.nn.TransformerDecoderLayer`` (ReLU, same sizes and
+        ``norm_first``); returns ``self``."""
+        _check_torch_layer(
+            layer,
+            nn.TransformerDecoderLayer,
+            self.norm_first,
+            self.d_model,
+            self.d_ff,
+        )
         self.self_attention.load_torch_weights(layer.self_attn)
         self.cross_attention.load_torch_weights(layer.multihead_attn)
-        for ours, theirs in [(self.norm1, layer.norm1), (self.norm2, layer.norm2), (self.norm3, layer.norm3),
-                             (self.feed_forward[0], layer.linear1), (self.feed_forward[2], layer.linear2)]:
+        for ours, theirs in [
+            (self.norm1, layer.norm1),
+            (self.norm2, layer.norm2),
+            (self.norm3, layer.norm3),
+            (self.feed_forward[0], layer.linear1),
+            (self.feed_forward[2], layer.linear2),
+        ]:
             ours.load_state_dict(theirs.state_dict())
         return self
 
 
 class LearnedPositions(nn.Module):
-    """Learned positional embeddings: one trained vector per position ``0 .. max_len - 1``.
+    """Learned positional embeddings: one trained vector per position ``0 .. max_len
+    - - 1``.
 
-    ``forward(length) -> (length, d_model)``, the first ``length`` rows of ``weight (max_len, d_model)``
-    (initialised with entries of standard deviation 0.1). A position at or beyond ``max_len`` has no vector
-    and raises ``ValueError``: unlike sinusoids, learned positions cannot be evaluated at unseen positions.
+    ``forward(length) -> (length, d_model)``, the first ``length`` rows of ``weight
+    (max_len, d_model)`` (initialised with entries of standard deviation 0.1). A
+    position at or beyond ``max_len`` has no vector and raises ``ValueError``: unlike
+    sinusoids, learned positions cannot be evaluated at unseen positions.
     """
 
     def __init__(self, max_len: int, d_model: int) -> None:
@@ -191,7 +303,10 @@ class LearnedPositions(nn.Module):
 
     def forward(self, length: int) -> torch.Tensor:
         if not 0 <= length <= self.max_len:
-            raise ValueError(f"length must be between 0 and max_len = {self.max_len}, got {length}")
+            raise ValueError(
+                f"length must be between 0 and max_len = {self.max_len}, got"
+                f" {length}"
+            )
         return self.weight[:length]
 
 
@@ -199,20 +314,34 @@ POSITIONS = ("sinusoidal", "learned", "none")
 
 
 class _Embedding(nn.Module):
-    """Word embedding times ``sqrt(d_model)`` plus positions (sinusoidal, learned or none), from ``offset`` on."""
+    """Word embedding times ``sqrt(d_model)`` plus positions (sinusoidal, learned or
+    none), from ``offset`` on."""
 
-    def __init__(self, vocab_size: int, d_model: int, positions: str, max_len: int, pad_id: int) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        positions: str,
+        max_len: int,
+        pad_id: int,
+    ) -> None:
         super().__init__()
         check_positive("vocab_size", vocab_size)
         check_positive("d_model", d_model)
         if positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
+            raise ValueError(
+                f"positions must be one of {POSITIONS}, got {positions!r}"
+            )
         self.d_model, self.positions = d_model, positions
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
-        with torch.no_grad():  # entries of spread 1/sqrt(d_model): times sqrt(d_model), as large as the positions
+        # entries of spread 1/sqrt(d_model): times sqrt(d_model), as large as the
+        # positions
+        with torch.no_grad():
             self.embedding.weight.normal_(0.0, d_model**-0.5)
             self.embedding.weight[pad_id] = 0.0
-        self.learned = LearnedPositions(max_len, d_model) if positions == "learned" else None
+        self.learned = (
+            LearnedPositions(max_len, d_model) if positions == "learned" else None
+        )
 
     def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         x = self.embedding(tokens) * math.sqrt(self.d_model)
@@ -225,23 +354,39 @@ class _Embedding(nn.Module):
 
 
 class TransformerEncoder(nn.Module):
-    """Embedding (times ``sqrt(d_model)``) plus positions, then ``n_layers`` :class:`EncoderLayer`.
+    """Embedding (times ``sqrt(d_model)``) plus positions, then ``n_layers``
+    :class:`EncoderLayer`.
 
-    ``forward(src (B, S), src_mask (B, S)) -> Encoded`` like the recurrent encoder: ``states (B, S, d_model)``
-    (zero at padding; after a final layer normalisation in the pre-norm order), ``final (B, d_model)`` the mean
-    of the states over the real words, ``mask``. The self-attention weights of the last call are kept in
+    ``forward(src (B, S), src_mask (B, S)) -> Encoded`` like the recurrent encoder:
+    ``states (B, S, d_model)`` (zero at padding; after a final layer normalisation in
+    the pre-norm order), ``final (B, d_model)`` the mean of the states over the real
+    words, ``mask``. The self-attention weights of the last call are kept in
     ``last_weights``, one ``(B, n_heads, S, S)`` per layer.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, n_heads: int, *, n_layers: int = 1, d_ff: int | None = None,
-                 norm_first: bool = False, positions: str = "sinusoidal", max_len: int = 256,
-                 pad_id: int = 0) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        n_heads: int,
+        *,
+        n_layers: int = 1,
+        d_ff: int | None = None,
+        norm_first: bool = False,
+        positions: str = "sinusoidal",
+        max_len: int = 256,
+        pad_id: int = 0,
+    ) -> None:
         super().__init__()
         check_positive("n_layers", n_layers)
         self.d_model, self.output_size = d_model, d_model
         self.embed = _Embedding(vocab_size, d_model, positions, max_len, pad_id)
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff or 4 * d_model, norm_first=norm_first)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            EncoderLayer(
+                d_model, n_heads, d_ff or 4 * d_model, norm_first=norm_first
+            )
+            for _ in range(n_layers)
+        )
         self.final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.last_weights: list[torch.Tensor] = []
 
@@ -258,92 +403,155 @@ class TransformerEncoder(nn.Module):
 
 @dataclass
 class TransformerDecodeResult(DecodeResult):
-    """:class:`~attnlab.seq2seq.DecodeResult` plus the cross-attention of every layer and head.
+    """:class:`~attnlab.seq2seq.DecodeResult` plus the cross-attention of every layer
+    and head.
 
-    ``cross_weights``: one ``(B, n_heads, T, S)`` per decoder layer. ``weights (B, T, S)`` is the map the
-    decoder shows (:attr:`TransformerDecoder.shown_head`: one head, or by default the mean of the last layer's
-    heads), which is what :func:`~attnlab.tasks.translation.attention_maps` reads.
+    ``cross_weights``: one ``(B, n_heads, T, S)`` per decoder layer. ``weights (B, T,
+    S)`` is the map the decoder shows (:attr:`TransformerDecoder.shown_head`: one
+    head, or by default the mean of the last layer's heads), which is what
+    :func:`~attnlab.tasks.translation.attention_maps` reads.
     """
 
     cross_weights: list[torch.Tensor] | None = None
 
 
 class TransformerDecoder(DecoderBase):
-    """Embedding plus positions, ``n_layers`` :class:`DecoderLayer`, and a linear map to the vocabulary.
+    """Embedding plus positions, ``n_layers`` :class:`DecoderLayer`, and a linear map
+    to the vocabulary.
 
-    With targets, :meth:`decode` runs every position at once under the causal mask (teacher forcing in one
-    pass). Without them, :meth:`decode_step` adds one position at a time; the state keeps each layer's inputs
-    at the earlier positions (``past``), so a step costs one position's work, not a re-run of the prefix.
-    ``shown_head = (layer, head)`` picks the cross-attention map returned as ``weights``; ``None`` averages the
-    heads of the last layer.
+    With targets, :meth:`decode` runs every position at once under the causal mask
+    (teacher forcing in one pass). Without them, :meth:`decode_step` adds one
+    position at a time; the state keeps each layer's inputs at the earlier positions
+    (``past``), so a step costs one position's work, not a re-run of the prefix.
+    ``shown_head = (layer, head)`` picks the cross-attention map returned as
+    ``weights``; ``None`` averages the heads of the last layer.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, n_heads: int, *, n_layers: int = 1, d_ff: int | None = None,
-                 norm_first: bool = False, positions: str = "sinusoidal", max_len: int = 256, pad_id: int = 0,
-                 bos_id: int = 1, eos_id: int = 2) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        n_heads: int,
+        *,
+        n_layers: int = 1,
+        d_ff: int | None = None,
+        norm_first: bool = False,
+        positions: str = "sinusoidal",
+        max_len: int = 256,
+        pad_id: int = 0,
+        bos_id: int = 1,
+        eos_id: int = 2,
+    ) -> None:
         super().__init__(vocab_size, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
         check_positive("n_layers", n_layers)
         self.d_model, self.n_heads = d_model, n_heads
         self.embed = _Embedding(vocab_size, d_model, positions, max_len, pad_id)
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff or 4 * d_model, norm_first=norm_first)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            DecoderLayer(
+                d_model, n_heads, d_ff or 4 * d_model, norm_first=norm_first
+            )
+            for _ in range(n_layers)
+        )
         self.final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.out = nn.Linear(d_model, vocab_size)
         self.shown_head: tuple[int, int] | None = None
 
     def shown(self, cross_weights: list[torch.Tensor]) -> torch.Tensor:
-        """The map of :attr:`shown_head` from per-layer weights ``(B, h, T, S)``: ``(B, T, S)``."""
+        """The map of :attr:`shown_head` from per-layer weights ``(B, h, T, S)``:
+        ``(B, T, S)``."""
         if self.shown_head is None:
             return cross_weights[-1].mean(1)
         layer, head = self.shown_head
         if not (0 <= layer < len(self.layers) and 0 <= head < self.n_heads):
-            raise ValueError(f"shown_head must be (layer, head) with layer < {len(self.layers)} and head < "
-                             f"{self.n_heads}, got {self.shown_head}")
+            raise ValueError(
+                f"shown_head must be (layer, head) with layer < {len(self.layers)}"
+                f" and head < {self.n_heads}, got {self.shown_head}"
+            )
         return cross_weights[layer][:, head]
 
     def decode_init(self, encoded: Encoded) -> State:
-        _check_input("encoded.states", encoded.states, self.d_model, "(batch, S, d_model)")
+        _check_input(
+            "encoded.states", encoded.states, self.d_model, "(batch, S, d_model)"
+        )
         batch = encoded.states.shape[0]
-        past = tuple(encoded.states.new_zeros(batch, 0, self.d_model) for _ in self.layers)
+        past = tuple(
+            encoded.states.new_zeros(batch, 0, self.d_model) for _ in self.layers
+        )
         return {"memory": encoded.states, "mask": encoded.mask, "past": past}
 
-    def step(self, state: State, x: torch.Tensor) -> tuple[torch.Tensor, State, list[torch.Tensor]]:
-        """One position: ``(logits (B, V), new state, cross-attention per layer (B, h, S))``."""
-        h = self.embed(x[:, None], offset=state["past"][0].shape[1])  # (B, 1, d_model)
+    def step(
+        self, state: State, x: torch.Tensor
+    ) -> tuple[torch.Tensor, State, list[torch.Tensor]]:
+        """One position: ``(logits (B, V), new state, cross-attention per layer (B,
+        h, S))``."""
+        h = self.embed(
+            x[:, None], offset=state["past"][0].shape[1]
+        )  # (B, 1, d_model)
         past, cross = [], []
         for layer, earlier in zip(self.layers, state["past"], strict=True):
-            past.append(torch.cat([earlier, h], dim=1))  # this layer's inputs up to and including now
-            h, _, weights = layer(h, state["memory"], memory_key_padding_mask=state["mask"], past=earlier)
+            past.append(
+                torch.cat([earlier, h], dim=1)
+            )  # this layer's inputs up to and including now
+            h, _, weights = layer(
+                h,
+                state["memory"],
+                memory_key_padding_mask=state["mask"],
+                past=earlier,
+            )
             cross.append(weights[:, :, 0])
         logits = self.out(self.final_norm(h))[:, 0]
         return logits, {**state, "past": tuple(past)}, cross
 
-    def decode_step(self, state: State, x: torch.Tensor) -> tuple[torch.Tensor, State, torch.Tensor]:
+    def decode_step(
+        self, state: State, x: torch.Tensor
+    ) -> tuple[torch.Tensor, State, torch.Tensor]:
         logits, state, cross = self.step(state, x)
         return logits, state, self.shown([w[:, :, None] for w in cross])[:, 0]
 
-    def decode(self, encoded: Encoded, targets: torch.Tensor | None = None,
-               max_len: int | None = None) -> TransformerDecodeResult:
-        """Teacher forcing on ``targets (B, T)`` in one pass, or greedy inference for up to ``max_len`` words."""
+    def decode(
+        self,
+        encoded: Encoded,
+        targets: torch.Tensor | None = None,
+        max_len: int | None = None,
+    ) -> TransformerDecodeResult:
+        """Teacher forcing on ``targets (B, T)`` in one pass, or greedy inference for
+        up to ``max_len`` words."""
         if (targets is None) == (max_len is None):
-            raise ValueError("give either targets (teacher forcing) or max_len (inference), not both or neither")
-        _check_input("encoded.states", encoded.states, self.d_model, "(batch, S, d_model)")
+            raise ValueError(
+                "give either targets (teacher forcing) or max_len (inference), not"
+                " both or neither"
+            )
+        _check_input(
+            "encoded.states", encoded.states, self.d_model, "(batch, S, d_model)"
+        )
         batch = encoded.states.shape[0]
         if targets is None:
             return self._greedy(encoded, max_len)
         check_ndim("targets", targets, "(batch, T)", ndim=2)
         if targets.shape[0] != batch or targets.shape[1] < 1:
-            raise ValueError(f"targets must have shape (batch, T) with batch = {batch} and T >= 1, "
-                             f"got {shape_of(targets)}")
-        previous = torch.cat([torch.full((batch, 1), self.bos_id, dtype=torch.long), targets[:, :-1]], dim=1)
+            raise ValueError(
+                f"targets must have shape (batch, T) with batch = {batch} and T >="
+                f" 1, got {shape_of(targets)}"
+            )
+        previous = torch.cat(
+            [torch.full((batch, 1), self.bos_id, dtype=torch.long), targets[:, :-1]],
+            dim=1,
+        )
         h = self.embed(previous)
         mask = causal_mask(targets.shape[1], device=h.device)
         cross = []
         for layer in self.layers:
-            h, _, weights = layer(h, encoded.states, tgt_mask=mask, memory_key_padding_mask=encoded.mask)
+            h, _, weights = layer(
+                h,
+                encoded.states,
+                tgt_mask=mask,
+                memory_key_padding_mask=encoded.mask,
+            )
             cross.append(weights)
         logits = self.out(self.final_norm(h))
-        return TransformerDecodeResult(logits, self.choose(logits).argmax(-1), self.shown(cross), cross)
+        return TransformerDecodeResult(
+            logits, self.choose(logits).argmax(-1), self.shown(cross), cross
+        )
 
     def _greedy(self, encoded: Encoded, max_len: int) -> TransformerDecodeResult:
         check_positive("max_len", max_len)
@@ -352,7 +560,9 @@ class TransformerDecoder(DecoderBase):
         x = torch.full((batch,), self.bos_id, dtype=torch.long)
         logits, tokens, cross = [], [], []
         finished = torch.zeros(batch, dtype=torch.bool)
-        for _ in range(max_len):  # one word at a time: step t needs the word chosen at step t - 1
+        for _ in range(
+            max_len
+        ):  # one word at a time: step t needs the word chosen at step t - 1
             step_logits, state, step_cross = self.step(state, x)
             x = self.choose(step_logits).argmax(-1)
             logits.append(step_logits)
@@ -362,30 +572,62 @@ class TransformerDecoder(DecoderBase):
             if finished.all():
                 break
         tokens_t = torch.stack(tokens, dim=1)
-        is_eos = (tokens_t == self.eos_id).long()  # blank out everything after a row's first <eos>
+        is_eos = (
+            tokens_t == self.eos_id
+        ).long()  # blank out everything after a row's first <eos>
         tokens_t = tokens_t.masked_fill(is_eos.cumsum(1) - is_eos > 0, self.pad_id)
         per_layer = list(torch.stack(cross, dim=3).unbind(0))  # L x (B, h, T, S)
-        return TransformerDecodeResult(torch.stack(logits, dim=1), tokens_t, self.shown(per_layer), per_layer)
+        return TransformerDecodeResult(
+            torch.stack(logits, dim=1), tokens_t, self.shown(per_layer), per_layer
+        )
 
 
 class Transformer(Seq2Seq):
-    """An encoder-decoder Transformer with the interface of :class:`~attnlab.seq2seq.Seq2Seq`.
+    """An encoder-decoder Transformer with the interface of
+    :class:`~attnlab.seq2seq.Seq2Seq`.
 
-    ``n_layers`` encoder and decoder layers of width ``d_model`` with ``n_heads`` heads and ``d_ff`` hidden
-    units in the feed-forward networks (default ``4 d_model``); ``norm_first`` selects the pre-norm order;
-    ``positions`` is ``"sinusoidal"``, ``"learned"`` (up to ``max_len`` positions) or ``"none"``.
-    ``model(src, src_mask, targets)`` returns a :class:`TransformerDecodeResult` with the cross-attention of
-    every layer and head.
+    ``n_layers`` encoder and decoder layers of width ``d_model`` with ``n_heads``
+    heads and ``d_ff`` hidden units in the feed-forward networks (default ``4
+    d_model``); ``norm_first`` selects the pre-norm order; ``positions`` is
+    ``"sinusoidal"``, ``"learned"`` (up to ``max_len`` positions) or ``"none"``.
+    ``model(src, src_mask, targets)`` returns a :class:`TransformerDecodeResult` with
+    the cross-attention of every layer and head.
     """
 
-    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, *, d_model: int = 64, n_heads: int = 4,
-                 n_layers: int = 2, d_ff: int | None = None, norm_first: bool = False,
-                 positions: str = "sinusoidal", max_len: int = 256, pad_id: int = 0, bos_id: int = 1,
-                 eos_id: int = 2) -> None:
-        options = {"d_ff": d_ff, "n_layers": n_layers, "norm_first": norm_first, "positions": positions,
-                   "max_len": max_len}
-        encoder = TransformerEncoder(src_vocab_size, d_model, n_heads, pad_id=pad_id, **options)
-        decoder = TransformerDecoder(tgt_vocab_size, d_model, n_heads, pad_id=pad_id, bos_id=bos_id,
-                                     eos_id=eos_id, **options)
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        *,
+        d_model: int = 64,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        d_ff: int | None = None,
+        norm_first: bool = False,
+        positions: str = "sinusoidal",
+        max_len: int = 256,
+        pad_id: int = 0,
+        bos_id: int = 1,
+        eos_id: int = 2,
+    ) -> None:
+        options = {
+            "d_ff": d_ff,
+            "n_layers": n_layers,
+            "norm_first": norm_first,
+            "positions": positions,
+            "max_len": max_len,
+        }
+        encoder = TransformerEncoder(
+            src_vocab_size, d_model, n_heads, pad_id=pad_id, **options
+        )
+        decoder = TransformerDecoder(
+            tgt_vocab_size,
+            d_model,
+            n_heads,
+            pad_id=pad_id,
+            bos_id=bos_id,
+            eos_id=eos_id,
+            **options,
+        )
         super().__init__(encoder, decoder)
         self.norm_first = norm_first

@@ -1,14 +1,18 @@
-"""The machinery behind every ``check_*`` function: run the student's code, compare, explain what is wrong.
+"""The machinery behind every ``check_*`` function: run the student's code, compare,
+explain what is wrong.
 
 A check is a function decorated with :func:`exercise_check`. The decorator
 
-- registers it in :data:`CHECKS` with the library code the exercise asks the student to write, so that tests can
-  verify that no chapter shows that code before the exercise;
-- rejects an answer that delegates to that library code, or to the check's own ``_reference_*`` functions;
-- turns every failure into an :class:`ExerciseError` whose message says what is wrong, never a raw traceback
-  from inside the check, and never the expected value;
-- when the check is called with ``seed=None`` (as the graded hidden tests do), draws fresh inputs and names the
-  seed in the message, so that the failing case can be replayed.
+- - registers it in :data:`CHECKS` with the library code the exercise asks the
+  student to write, so that tests can verify that no chapter shows that code before
+  the exercise;
+- - rejects an answer that delegates to that library code, or to the check's own
+  ``_reference_*`` functions;
+- - turns every failure into an :class:`ExerciseError` whose message says what is
+  wrong, never a raw traceback from inside the check, and never the expected value;
+- - when the check is called with ``seed=None`` (as the graded hidden tests do),
+  draws fresh inputs and names the seed in the message, so that the failing case can
+  be replayed.
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ExerciseError(AssertionError):
-    """A check failed; the message says what is wrong and, where it can, what to look at."""
+    """A check failed; the message says what is wrong and, where it can, what to look
+    at."""
 
 
 @dataclass(frozen=True)
 class CheckInfo:
-    """A registered check: its name and the library objects whose code the exercise asks for."""
+    """A registered check: its name and the library objects whose code the exercise
+    asks for."""
 
     name: str
     module: str
@@ -46,14 +52,20 @@ class CheckInfo:
     function: Callable
 
     def forbidden_code(self) -> dict[CodeType, str]:
-        """Code objects the student's answer must not call: the exercised objects and the check's references."""
+        """Code objects the student's answer must not call: the exercised objects and
+        the check's references."""
         objects = list(self.exercised)
         module = sys.modules[self.module]
-        objects += [value for key, value in vars(module).items() if key.startswith("_reference")]
+        objects += [
+            value
+            for key, value in vars(module).items()
+            if key.startswith("_reference")
+        ]
         codes: dict[CodeType, str] = {}
         for obj in objects:
             for code in _code_objects(obj):
-                codes[code] = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+                owner = getattr(obj, "__module__", "?")
+                codes[code] = f"{owner}.{getattr(obj, '__qualname__', obj)}"
         return codes
 
 
@@ -63,7 +75,8 @@ _drawn_seed: ContextVar[int | None] = ContextVar("drawn_seed", default=None)
 
 
 def _code_objects(obj: object) -> list[CodeType]:
-    """The code objects of a function, a method, or every function defined in a class's body."""
+    """The code objects of a function, a method, or every function defined in a
+    class's body."""
     obj = inspect.unwrap(obj) if callable(obj) else obj
     if inspect.isclass(obj):
         codes = []
@@ -79,7 +92,8 @@ def _code_objects(obj: object) -> list[CodeType]:
 
 
 def exercise_check(*exercised: object) -> Callable[[F], F]:
-    """Decorate a ``check_*`` function; ``exercised``: the library code the exercise asks the student to write."""
+    """Decorate a ``check_*`` function; ``exercised``: the library code the exercise
+    asks the student to write."""
 
     def decorate(check: F) -> F:
         info = CheckInfo(check.__name__, check.__module__, exercised, check)
@@ -87,16 +101,22 @@ def exercise_check(*exercised: object) -> Callable[[F], F]:
 
         @functools.wraps(check)
         def run(*args: Any, **kwargs: Any) -> Any:
-            __tracebackhide__ = True  # noqa: F841 -- IPython and pytest hide this frame from tracebacks
+            # IPython and pytest hide this frame from tracebacks.
+            __tracebackhide__ = True  # noqa: F841
             active, drawn = _active.set(info), _drawn_seed.set(None)
             try:
                 return check(*args, **kwargs)
             except ExerciseError as exc:
                 raise ExerciseError(_with_seed(str(exc))) from None
-            except Exception as exc:  # a failure inside the check is reported as a problem with the answer
-                raise ExerciseError(_with_seed(
-                    f"{check.__name__} could not use your answer ({type(exc).__name__}: {exc}). Look at the type, "
-                    "shape and dtype of what your function returns.")) from None
+            # a failure inside the check is reported as a problem with the answer
+            except Exception as exc:
+                raise ExerciseError(
+                    _with_seed(
+                        f"{check.__name__} could not use your answer"
+                        f" ({type(exc).__name__}: {exc}). Look at the type, shape"
+                        " and dtype of what your function returns."
+                    )
+                ) from None
             finally:
                 _active.reset(active)
                 _drawn_seed.reset(drawn)
@@ -110,11 +130,15 @@ def _with_seed(message: str) -> str:
     seed = _drawn_seed.get()
     if seed is None:
         return message
-    return f"{message} [inputs drawn at random: call the check with seed={seed} to see this case again]"
+    return (
+        f"{message} [inputs drawn at random: call the check with seed={seed} to see"
+        " this case again]"
+    )
 
 
 def generator(seed: int | None) -> torch.Generator:
-    """A torch generator for the check's inputs: ``seed`` fixed (the public check), or ``None`` for a fresh draw."""
+    """A torch generator for the check's inputs: ``seed`` fixed (the public check),
+    or ``None`` for a fresh draw."""
     if seed is None:
         seed = secrets.randbelow(2**31)
         _drawn_seed.set(seed)
@@ -122,20 +146,26 @@ def generator(seed: int | None) -> torch.Generator:
 
 
 def describe(x: Any) -> str:
-    """A short description of an argument for messages: tensors by shape, other values by repr."""
+    """A short description of an argument for messages: tensors by shape, other
+    values by repr."""
     if isinstance(x, torch.Tensor):
         return f"tensor{tuple(x.shape)}"
     text = repr(x)
     return text if len(text) <= 40 else f"{type(x).__name__}(...)"
 
 
-def _argument_names(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
-    """(name, value) for every argument of the call, named as in the student's signature where possible."""
+def _argument_names(
+    fn: Callable, args: tuple, kwargs: dict
+) -> list[tuple[str, Any]]:
+    """(name, value) for every argument of the call, named as in the student's
+    signature where possible."""
     try:
         bound = inspect.signature(fn).bind_partial(*args, **kwargs)
         return list(bound.arguments.items())
     except (TypeError, ValueError):
-        return [(f"argument {i + 1}", a) for i, a in enumerate(args)] + list(kwargs.items())
+        return [(f"argument {i + 1}", a) for i, a in enumerate(args)] + list(
+            kwargs.items()
+        )
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
@@ -146,11 +176,15 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def _delegation_profiler(forbidden: dict[CodeType, str], hits: list[str]) -> Callable:
-    """A ``sys.setprofile`` hook that records calls of forbidden code made by the student's code itself.
+def _delegation_profiler(
+    forbidden: dict[CodeType, str], hits: list[str]
+) -> Callable:
+    """A ``sys.setprofile`` hook that records calls of forbidden code made by the
+    student's code itself.
 
-    A forbidden function called from inside other library code (the student calls an allowed library function
-    that uses it) is not delegation; one reached from the student's code through torch or Python alone is.
+    A forbidden function called from inside other library code (the student calls an
+    allowed library function that uses it) is not delegation; one reached from the
+    student's code through torch or Python alone is.
     """
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
@@ -158,7 +192,10 @@ def _delegation_profiler(forbidden: dict[CodeType, str], hits: list[str]) -> Cal
             return
         caller = frame.f_back
         while caller is not None and caller.f_code is not _invoke.__code__:
-            if caller.f_code.co_filename.startswith(PACKAGE_DIR) and caller.f_code not in forbidden:
+            if (
+                caller.f_code.co_filename.startswith(PACKAGE_DIR)
+                and caller.f_code not in forbidden
+            ):
                 return
             caller = caller.f_back
         hits.append(forbidden[frame.f_code])
@@ -166,7 +203,9 @@ def _delegation_profiler(forbidden: dict[CodeType, str], hits: list[str]) -> Cal
     return profile
 
 
-def _invoke(fn: Callable, args: tuple, kwargs: dict, profiler: Callable | None) -> Any:
+def _invoke(
+    fn: Callable, args: tuple, kwargs: dict, profiler: Callable | None
+) -> Any:
     if profiler is None:
         return fn(*args, **kwargs)
     previous = sys.getprofile()
@@ -178,69 +217,107 @@ def _invoke(fn: Callable, args: tuple, kwargs: dict, profiler: Callable | None) 
 
 
 def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
-    """Call the student's ``fn`` and turn what can go wrong into an :class:`ExerciseError` that says what.
+    """Call the student's ``fn`` and turn what can go wrong into an
+    :class:`ExerciseError` that says what.
 
-    Its exceptions are reported with the call that raised them; an answer that changes a tensor it was given
-    in place, or that calls the library's own version of the exercise, is rejected.
+    Its exceptions are reported with the call that raised them; an answer that
+    changes a tensor it was given in place, or that calls the library's own version
+    of the exercise, is rejected.
     """
     if not callable(fn):
-        raise ExerciseError(f"expected a function for {name}, got {type(fn).__name__}")
+        raise ExerciseError(
+            f"expected a function for {name}, got {type(fn).__name__}"
+        )
     info = _active.get()
     forbidden = info.forbidden_code() if info is not None else {}
     hits: list[str] = []
     profiler = _delegation_profiler(forbidden, hits) if forbidden else None
     named = _argument_names(fn, args, kwargs)
-    before = [(arg_name, t, t.detach().clone()) for arg_name, value in named for t in _tensors(value)]
+    before = [
+        (arg_name, t, t.detach().clone())
+        for arg_name, value in named
+        for t in _tensors(value)
+    ]
     try:
         out = _invoke(fn, args, kwargs, profiler)
     except NotImplementedError:
         raise ExerciseError(
-            f"{name} is not implemented yet: replace `raise NotImplementedError()` with your code."
+            f"{name} is not implemented yet: replace `raise NotImplementedError()`"
+            " with your code."
         ) from None
     except ExerciseError:
         raise
-    except Exception as exc:  # the student's code failed: show the call, not a torch traceback
-        arguments = ", ".join(f"{k}={describe(v)}" if not k.startswith("argument ") else describe(v) for k, v in named)
-        raise ExerciseError(f"{name}({arguments}) raised {type(exc).__name__}: {exc}") from None
+    except (
+        Exception
+    ) as exc:  # the student's code failed: show the call, not a torch traceback
+        arguments = ", ".join(
+            f"{k}={describe(v)}" if not k.startswith("argument ") else describe(v)
+            for k, v in named
+        )
+        raise ExerciseError(
+            f"{name}({arguments}) raised {type(exc).__name__}: {exc}"
+        ) from None
     if hits:
-        raise ExerciseError(f"{name} calls `{hits[0]}`, the library's own version of what this exercise asks you "
-                            "to write. Write the computation yourself with torch operations.")
+        raise ExerciseError(
+            f"{name} calls `{hits[0]}`, the library's own version of what this"
+            " exercise asks you to write. Write the computation yourself with torch"
+            " operations."
+        )
     for arg_name, tensor, copy in before:
-        if tensor.shape != copy.shape or not torch.equal(torch.nan_to_num(tensor.detach()), torch.nan_to_num(copy)):
-            raise ExerciseError(f"{name} changed its input `{arg_name}` in place (with an operation such as `+=`, "
-                                "`x[...] = ...` or `x.mul_(...)`): leave the inputs as they are and compute new "
-                                "tensors instead.")
+        if tensor.shape != copy.shape or not torch.equal(
+            torch.nan_to_num(tensor.detach()), torch.nan_to_num(copy)
+        ):
+            raise ExerciseError(
+                f"{name} changed its input `{arg_name}` in place (with an operation"
+                " such as `+=`, `x[...] = ...` or `x.mul_(...)`): leave the inputs"
+                " as they are and compute new tensors instead."
+            )
     return out
 
 
 def as_tensor(name: str, out: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """The answer ``out`` (a tensor of any real dtype, a NumPy array or number, a Python number or list) as a
-    tensor of ``dtype`` (the default float dtype if not given)."""
+    """The answer ``out`` (a tensor of any real dtype, a NumPy array or number, a
+    Python number or list) as a tensor of ``dtype`` (the default float dtype if not
+    given)."""
     dtype = dtype or torch.get_default_dtype()
     if isinstance(out, torch.Tensor):
         tensor = out.detach()
-    elif isinstance(out, np.ndarray | np.generic | numbers.Real | list | tuple) and not isinstance(out, bool):
+    elif isinstance(
+        out, np.ndarray | np.generic | numbers.Real | list | tuple
+    ) and not isinstance(out, bool):
         try:
             tensor = torch.as_tensor(np.asarray(out, dtype=np.float64))
         except (TypeError, ValueError):
-            raise ExerciseError(f"{name} must return numbers, got {describe(out)}") from None
+            raise ExerciseError(
+                f"{name} must return numbers, got {describe(out)}"
+            ) from None
     else:
-        raise ExerciseError(f"{name} must return a torch.Tensor or a number, got {type(out).__name__}")
+        raise ExerciseError(
+            f"{name} must return a torch.Tensor or a number, got"
+            f" {type(out).__name__}"
+        )
     if tensor.is_complex():
         raise ExerciseError(f"{name} returned complex numbers")
     return tensor.to(device="cpu", dtype=dtype)
 
 
-def expect_tensor(name: str, out: Any, shape: tuple[int, ...], dtype: torch.dtype | None = None) -> torch.Tensor:
-    """The output must be a tensor (any real dtype, or an array) of the given shape, free of NaN and infinity.
+def expect_tensor(
+    name: str, out: Any, shape: tuple[int, ...], dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """The output must be a tensor (any real dtype, or an array) of the given shape,
+    free of NaN and infinity.
 
-    Returned as ``dtype`` (the default float dtype if not given), so that the check compares like with like
-    whatever float type the answer used.
+    Returned as ``dtype`` (the default float dtype if not given), so that the check
+    compares like with like whatever float type the answer used.
     """
     if not isinstance(out, torch.Tensor | np.ndarray):
-        raise ExerciseError(f"{name} must return a torch.Tensor, got {type(out).__name__}")
+        raise ExerciseError(
+            f"{name} must return a torch.Tensor, got {type(out).__name__}"
+        )
     if tuple(out.shape) != tuple(shape):
-        raise ExerciseError(f"{name} returned shape {tuple(out.shape)} but expected {tuple(shape)}")
+        raise ExerciseError(
+            f"{name} returned shape {tuple(out.shape)} but expected {tuple(shape)}"
+        )
     tensor = as_tensor(name, out, dtype)
     if tensor.is_floating_point() and not torch.isfinite(tensor).all():
         raise ExerciseError(f"{name} returned NaN or infinite values")
@@ -248,27 +325,46 @@ def expect_tensor(name: str, out: Any, shape: tuple[int, ...], dtype: torch.dtyp
 
 
 def expect_number(name: str, out: Any) -> float:
-    """The output must be one real number: a Python or NumPy number, or a tensor with one element."""
+    """The output must be one real number: a Python or NumPy number, or a tensor with
+    one element."""
     if isinstance(out, bool):
         raise ExerciseError(f"{name} must return a number, got a bool")
     tensor = as_tensor(name, out, torch.float64)
     if tensor.numel() != 1:
-        raise ExerciseError(f"{name} must return one number, got {tensor.numel()} values of shape "
-                            f"{tuple(tensor.shape)}")
+        raise ExerciseError(
+            f"{name} must return one number, got {tensor.numel()} values of shape "
+            f"{tuple(tensor.shape)}"
+        )
     value = tensor.item()
     if value != value or value in (float("inf"), float("-inf")):
         raise ExerciseError(f"{name} returned {value}, not a finite number")
     return value
 
 
-def expect_close(name: str, out: torch.Tensor, expected: torch.Tensor, what: str, atol: float = 1e-5) -> None:
-    """``out`` must match the reference ``expected``; ``what`` describes the case in the message."""
-    out, expected = as_tensor(name, out, torch.float64), as_tensor(name, expected, torch.float64)
+def expect_close(
+    name: str,
+    out: torch.Tensor,
+    expected: torch.Tensor,
+    what: str,
+    atol: float = 1e-5,
+) -> None:
+    """``out`` must match the reference ``expected``; ``what`` describes the case in
+    the message."""
+    out, expected = (
+        as_tensor(name, out, torch.float64),
+        as_tensor(name, expected, torch.float64),
+    )
     if out.shape != expected.shape:
-        raise ExerciseError(f"{name} returned shape {tuple(out.shape)} {what}, expected {tuple(expected.shape)}")
+        raise ExerciseError(
+            f"{name} returned shape {tuple(out.shape)} {what}, expected"
+            f" {tuple(expected.shape)}"
+        )
     if not torch.allclose(out, expected, atol=atol, rtol=1e-4):
         error = (out - expected).abs().max().item()
-        raise ExerciseError(f"{name} is wrong {what}: largest difference from the reference is {error:.3g}")
+        raise ExerciseError(
+            f"{name} is wrong {what}: largest difference from the reference is"
+            f" {error:.3g}"
+        )
 
 
 def passed(name: str, n_cases: int) -> None:

@@ -1,8 +1,9 @@
 """Checks for the chapter "Luong attention: global vs local, and soft vs hard".
 
-Luong's global step (scores from the current state, the attentional state), the local-p weights, the REINFORCE
-loss with a baseline, the straight-through Gumbel-softmax (a debugging exercise) and the share of a global model's
-attention that falls inside a local window (an experiment on a trained model).
+Luong's global step (scores from the current state, the attentional state), the
+local-p weights, the REINFORCE loss with a baseline, the straight-through
+Gumbel-softmax (a debugging exercise) and the share of a global model's attention
+that falls inside a local window (an experiment on a trained model).
 """
 
 from __future__ import annotations
@@ -30,55 +31,78 @@ from attnlab.tasks.translation import attention_maps, make_batch
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
-    return a.shape == b.shape and torch.allclose(a.to(b.dtype), b, atol=atol, rtol=1e-4)
+    return a.shape == b.shape and torch.allclose(
+        a.to(b.dtype), b, atol=atol, rtol=1e-4
+    )
 
 
 def _require_finite(name: str, out: Any, hint: str) -> None:
-    """Name the usual cause when an answer returns NaN or infinity (before ``expect_tensor`` reports it plainly)."""
+    """Name the usual cause when an answer returns NaN or infinity (before
+    ``expect_tensor`` reports it plainly)."""
     values = out if isinstance(out, tuple | list) else (out,)
     for value in values:
         if isinstance(value, torch.Tensor | np.ndarray):
-            tensor = torch.as_tensor(np.asarray(value.detach() if isinstance(value, torch.Tensor) else value,
-                                                dtype=np.float64))
+            tensor = torch.as_tensor(
+                np.asarray(
+                    value.detach() if isinstance(value, torch.Tensor) else value,
+                    dtype=np.float64,
+                )
+            )
             if not torch.isfinite(tensor).all():
                 raise ExerciseError(f"{name} returned NaN or infinite values {hint}")
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Luong's global step: scores of the current state, context, attentional state
 
 
-def _reference_luong_step(h: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor,
-                          w_c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _reference_luong_step(
+    h: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor, w_c: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     scores = torch.einsum("bd,bsd->bs", h, memory).masked_fill(~mask, -torch.inf)
     weights = torch.softmax(scores, dim=-1)
     context = torch.einsum("bs,bsd->bd", weights, memory)
     return torch.tanh(torch.cat([context, h], dim=-1) @ w_c.T), weights
 
 
-def _split_pair(name: str, out: Any, batch: int, source_len: int, size: int) -> tuple[Any, Any]:
-    """``(attentional, weights)`` from the answer, with a useful message when it is not that pair."""
+def _split_pair(
+    name: str, out: Any, batch: int, source_len: int, size: int
+) -> tuple[Any, Any]:
+    """``(attentional, weights)`` from the answer, with a useful message when it is
+    not that pair."""
     if isinstance(out, torch.Tensor | np.ndarray):
-        raise ExerciseError(f"{name} returned one tensor of shape {tuple(out.shape)}: return the pair "
-                            "(attentional state, weights), both are needed (the decoder predicts from the first, "
-                            "the plots show the second)")
+        raise ExerciseError(
+            f"{name} returned one tensor of shape {tuple(out.shape)}: return the"
+            " pair (attentional state, weights), both are needed (the decoder"
+            " predicts from the first, the plots show the second)"
+        )
     if not isinstance(out, tuple | list) or len(out) != 2:
-        raise ExerciseError(f"{name} must return a pair (attentional state (B, d), weights (B, S)), got "
-                            f"{type(out).__name__}{'' if not isinstance(out, tuple | list) else f' of {len(out)}'}")
+        size = f" of {len(out)}" if isinstance(out, tuple | list) else ""
+        raise ExerciseError(
+            f"{name} must return a pair (attentional state (B, d), weights (B, S)),"
+            f" got {type(out).__name__}{size}"
+        )
     first, second = out
-    shapes = [tuple(x.shape) if isinstance(x, torch.Tensor | np.ndarray) else None for x in out]
+    shapes = [
+        tuple(x.shape) if isinstance(x, torch.Tensor | np.ndarray) else None
+        for x in out
+    ]
     if shapes == [(batch, source_len), (batch, size)]:
-        raise ExerciseError(f"{name} returns (weights, attentional state): return them in the order "
-                            "(attentional state, weights)")
+        raise ExerciseError(
+            f"{name} returns (weights, attentional state): return them in the order "
+            "(attentional state, weights)"
+        )
     return first, second
 
 
 @exercise_check(LuongDecoder.decode_step, LuongDecoder.readout)
 def check_luong_step(luong_step: Callable, seed: int | None = 0) -> None:
-    """Check ``luong_step(h (B, d), memory (B, S, d), mask (B, S), w_c (d, 2d)) -> (h~ (B, d), weights (B, S))``.
+    """Check ``luong_step(h (B, d), memory (B, S, d), mask (B, S), w_c (d, 2d)) ->
+    (h~ (B, d), weights (B, S))``.
 
-    Dot scores of the current state against every encoder state, a softmax over the real words, the context
-    ``c_t``, and the attentional state ``tanh(W_c [c_t; h_t])`` (``w_c`` as stored by ``nn.Linear(2d, d)``).
+    Dot scores of the current state against every encoder state, a softmax over the
+    real words, the context ``c_t``, and the attentional state ``tanh(W_c [c_t;
+    h_t])`` (``w_c`` as stored by ``nn.Linear(2d, d)``).
     """
     name = "luong_step"
     gen = generator(seed)
@@ -86,58 +110,105 @@ def check_luong_step(luong_step: Callable, seed: int | None = 0) -> None:
     lengths = torch.tensor([source_len, 4, 6])
     mask = padding_mask(lengths, source_len)
     weight = torch.randn(size, 2 * size, generator=gen) / (2 * size) ** 0.5
-    cases = [("for random states", 1.0), ("for large states (scores in the hundreds)", 10.0)]
+    cases = [
+        ("for random states", 1.0),
+        ("for large states (scores in the hundreds)", 10.0),
+    ]
     for what, scale in cases:
         h = torch.randn(batch, size, generator=gen) * scale
         memory = torch.randn(batch, source_len, size, generator=gen) * scale
         what = f"{what}, sentence lengths {lengths.tolist()}"
-        w_c = weight / scale  # keeps tanh away from saturation, where mistakes in W_c [c_t; h_t] would not show
+        # Keeps tanh away from saturation, where mistakes in W_c [c_t; h_t] would not
+        # show.
+        w_c = weight / scale
         out = call(luong_step, name, h, memory, mask, w_c)
         first, second = _split_pair(name, out, batch, source_len, size)
         if scale > 1:
-            _require_finite(name, out, f"{what}: exp of a large score overflows; subtract each row's largest "
-                            "score before exponentiating (torch.softmax does this for you)")
+            _require_finite(
+                name,
+                out,
+                f"{what}: exp of a large score overflows; subtract each row's"
+                " largest score before exponentiating (torch.softmax does this for"
+                " you)",
+            )
         weights = expect_tensor(f"{name} (the weights)", second, (batch, source_len))
-        attentional = expect_tensor(f"{name} (the attentional state)", first, (batch, size))
+        attentional = expect_tensor(
+            f"{name} (the attentional state)", first, (batch, size)
+        )
         ref_attentional, ref_weights = _reference_luong_step(h, memory, mask, w_c)
         if weights[~mask].abs().max() > 1e-6:
-            raise ExerciseError(f"{name} gives weight to padding {what}: positions s >= length are not words; "
-                                "set their scores to -inf before the softmax")
+            raise ExerciseError(
+                f"{name} gives weight to padding {what}: positions s >= length are"
+                " not words; set their scores to -inf before the softmax"
+            )
         if not torch.allclose(weights.sum(-1), torch.ones(batch), atol=1e-4):
-            raise ExerciseError(f"the weights of {name} do not sum to 1 over the source positions {what}: take "
-                                "the softmax of each row of scores (B, S) over its last axis")
-        scaled = torch.softmax((torch.einsum("bd,bsd->bs", h, memory) / size**0.5).masked_fill(~mask, -torch.inf), -1)
+            raise ExerciseError(
+                f"the weights of {name} do not sum to 1 over the source positions"
+                f" {what}: take the softmax of each row of scores (B, S) over its"
+                " last axis"
+            )
+        scaled = torch.softmax(
+            (torch.einsum("bd,bsd->bs", h, memory) / size**0.5).masked_fill(
+                ~mask, -torch.inf
+            ),
+            -1,
+        )
         if _close(weights, scaled, 1e-4) and not _close(weights, ref_weights, 1e-4):
-            raise ExerciseError(f"{name} divides the scores by sqrt(d) {what}: Luong's dot score is the plain "
-                                "product h_t^T h_s")
+            raise ExerciseError(
+                f"{name} divides the scores by sqrt(d) {what}: Luong's dot score is"
+                " the plain product h_t^T h_s"
+            )
         expect_close(f"{name} (the weights)", weights, ref_weights, what, atol=1e-4)
         context = torch.einsum("bs,bsd->bd", ref_weights, memory)
         if not _close(attentional, ref_attentional, 1e-4):
-            if _close(attentional, torch.tanh(torch.cat([h, context], -1) @ w_c.T), 1e-4):
-                raise ExerciseError(f"{name} concatenates [h_t; c_t] {what}: W_c multiplies [c_t; h_t], the context "
-                                    "first (the order fixes which columns of W_c meet which vector)")
+            if _close(
+                attentional, torch.tanh(torch.cat([h, context], -1) @ w_c.T), 1e-4
+            ):
+                raise ExerciseError(
+                    f"{name} concatenates [h_t; c_t] {what}: W_c multiplies [c_t;"
+                    " h_t], the context first (the order fixes which columns of W_c"
+                    " meet which vector)"
+                )
             if _close(attentional, torch.cat([context, h], -1) @ w_c.T, 1e-4):
-                raise ExerciseError(f"{name} leaves out the tanh of the attentional state {what}")
+                raise ExerciseError(
+                    f"{name} leaves out the tanh of the attentional state {what}"
+                )
             if _close(attentional, context, 1e-4):
-                raise ExerciseError(f"{name} returns the context c_t {what}: return the attentional state "
-                                    "tanh(W_c [c_t; h_t])")
-        expect_close(f"{name} (the attentional state)", attentional, ref_attentional, what, atol=1e-4)
+                raise ExerciseError(
+                    f"{name} returns the context c_t {what}: return the attentional"
+                    " state tanh(W_c [c_t; h_t])"
+                )
+        expect_close(
+            f"{name} (the attentional state)",
+            attentional,
+            ref_attentional,
+            what,
+            atol=1e-4,
+        )
     passed(name, len(cases))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Local-p weights
 
 
-def _window_cases(gen: torch.Generator) -> list[tuple[torch.Tensor, torch.Tensor, int, torch.Tensor, float]]:
-    """``(scores (B, S), centre (B,), D, lengths (B,), score scale)``: fractional centres, both edges, padding.
+def _window_cases(
+    gen: torch.Generator,
+) -> list[tuple[torch.Tensor, torch.Tensor, int, torch.Tensor, float]]:
+    """``(scores (B, S), centre (B,), D, lengths (B,), score scale)``: fractional
+    centres, both edges, padding.
 
-    The centres are whole numbers plus a fraction kept away from 0 and 1/2, so that rounding is never a tie and a
-    window around ``p_t`` differs from one around ``round(p_t)``.
+    The centres are whole numbers plus a fraction kept away from 0 and 1/2, so that
+    rounding is never a tie and a window around ``p_t`` differs from one around
+    ``round(p_t)``.
     """
     cases = []
-    for whole, half_width, lengths, scale in [([3, 0, 8], 2, [10, 10, 10], 2.0), ([5, 2], 3, [12, 6], 2.0),
-                                              ([1, 6, 4], 4, [9, 7, 9], 2.0), ([4, 2], 2, [8, 8], 500.0)]:
+    for whole, half_width, lengths, scale in [
+        ([3, 0, 8], 2, [10, 10, 10], 2.0),
+        ([5, 2], 3, [12, 6], 2.0),
+        ([1, 6, 4], 4, [9, 7, 9], 2.0),
+        ([4, 2], 2, [8, 8], 500.0),
+    ]:
         fraction = 0.15 + 0.2 * torch.rand(len(whole), generator=gen)
         fraction = fraction + 0.5 * (torch.rand(len(whole), generator=gen) < 0.5)
         centre = torch.tensor(whole, dtype=torch.float32) + fraction
@@ -148,10 +219,12 @@ def _window_cases(gen: torch.Generator) -> list[tuple[torch.Tensor, torch.Tensor
 
 @exercise_check(local_window)
 def check_local_p_weights(local_p_weights: Callable, seed: int | None = 0) -> None:
-    """Check ``local_p_weights(scores (B, S), centre (B,), half_width, lengths (B,)) -> weights (B, S)``.
+    """Check ``local_p_weights(scores (B, S), centre (B,), half_width, lengths (B,))
+    -> weights (B, S)``.
 
-    Inside the window ``|s - round(p_t)| <= D`` (real words only) the weight is the softmax of the scores over
-    the window times ``exp(-(s - p_t)^2 / (2 sigma^2))`` with ``sigma = D / 2``; outside it is 0.
+    Inside the window ``|s - round(p_t)| <= D`` (real words only) the weight is the
+    softmax of the scores over the window times ``exp(-(s - p_t)^2 / (2 sigma^2))``
+    with ``sigma = D / 2``; outside it is 0.
     """
     name = "local_p_weights"
     gen = generator(seed)
@@ -159,51 +232,104 @@ def check_local_p_weights(local_p_weights: Callable, seed: int | None = 0) -> No
     for scores, centre, half_width, lengths, scale in cases:
         mask = padding_mask(lengths, scores.shape[1])
         out = call(local_p_weights, name, scores, centre, half_width, lengths)
-        what = (f"for centres {[round(c, 2) for c in centre.tolist()]}, D = {half_width} and lengths "
-                f"{lengths.tolist()}")
+        what = (
+            f"for centres {[round(c, 2) for c in centre.tolist()]}, D = {half_width}"
+            f" and lengths {lengths.tolist()}"
+        )
         if scale > 10:
             what += " with scores of several hundred"
-            _require_finite(name, out, f"{what}: exp of a large score overflows; subtract the largest score "
-                            "inside the window before exponentiating (torch.softmax does this for you)")
+            _require_finite(
+                name,
+                out,
+                f"{what}: exp of a large score overflows; subtract the largest score"
+                " inside the window before exponentiating (torch.softmax does this"
+                " for you)",
+            )
         out = expect_tensor(name, out, tuple(scores.shape))
         expected = local_window(scores, centre, half_width, mask=mask)
         if _close(out, expected):
             continue
         inside = local_window(scores, centre, half_width, mask=mask, gaussian=False)
         if _close(out, inside):
-            raise ExerciseError(f"{name} has no Gaussian {what}: multiply the window's softmax by "
-                                "exp(-(s - p_t)^2 / (2 sigma^2)) so that words near p_t count more")
+            raise ExerciseError(
+                f"{name} has no Gaussian {what}: multiply the window's softmax by "
+                "exp(-(s - p_t)^2 / (2 sigma^2)) so that words near p_t count more"
+            )
         positions = torch.arange(scores.shape[1]).float()
-        gaussian = torch.exp(-(positions - centre[:, None]) ** 2 / (2 * (half_width / 2) ** 2))
-        window = ((positions - torch.floor(centre[:, None] + 0.5)).abs() <= half_width) & mask
-        if _close(out, torch.softmax(scores.masked_fill(~mask, -torch.inf), -1) * gaussian * window):
-            raise ExerciseError(f"{name} takes the softmax over the whole sentence {what}: normalise over the "
-                                "positions inside the window only (the others are never scored)")
-        if _close(out, local_window(scores, centre, half_width, mask=mask, sigma=half_width)):
-            raise ExerciseError(f"{name} uses sigma = D {what}: Luong et al. set sigma = D / 2")
+        gaussian = torch.exp(
+            -((positions - centre[:, None]) ** 2) / (2 * (half_width / 2) ** 2)
+        )
+        window = (
+            (positions - torch.floor(centre[:, None] + 0.5)).abs() <= half_width
+        ) & mask
+        if _close(
+            out,
+            torch.softmax(scores.masked_fill(~mask, -torch.inf), -1)
+            * gaussian
+            * window,
+        ):
+            raise ExerciseError(
+                f"{name} takes the softmax over the whole sentence {what}: normalise"
+                " over the positions inside the window only (the others are never"
+                " scored)"
+            )
+        if _close(
+            out,
+            local_window(scores, centre, half_width, mask=mask, sigma=half_width),
+        ):
+            raise ExerciseError(
+                f"{name} uses sigma = D {what}: Luong et al. set sigma = D / 2"
+            )
         if _close(out, local_window(scores, centre, half_width, mask=None)):
-            raise ExerciseError(f"{name} gives weight to padding {what}: positions s >= lengths[b] are not words")
-        if _close(out, inside * torch.exp(-(positions - torch.floor(centre[:, None] + 0.5)) ** 2
-                                          / (2 * (half_width / 2) ** 2))):
-            raise ExerciseError(f"{name} centres the Gaussian on round(p_t) {what}: use the real-valued p_t, "
-                                "that is what makes the weights differentiable in p_t")
+            raise ExerciseError(
+                f"{name} gives weight to padding {what}: positions s >= lengths[b]"
+                " are not words"
+            )
+        if _close(
+            out,
+            inside
+            * torch.exp(
+                -((positions - torch.floor(centre[:, None] + 0.5)) ** 2)
+                / (2 * (half_width / 2) ** 2)
+            ),
+        ):
+            raise ExerciseError(
+                f"{name} centres the Gaussian on round(p_t) {what}: use the"
+                " real-valued p_t, that is what makes the weights differentiable"
+                " in p_t"
+            )
         real_window = ((positions - centre[:, None]).abs() <= half_width) & mask
-        if _close(out, torch.softmax(scores.masked_fill(~real_window, -torch.inf), -1).nan_to_num() * gaussian):
-            raise ExerciseError(f"{name} uses the window |s - p_t| <= D {what}: with a fractional p_t that has "
-                                "only 2D positions; centre the window on round(p_t) to get 2D + 1")
-        narrow = local_window(scores, centre, half_width - 1, mask=mask, sigma=half_width / 2)
+        if _close(
+            out,
+            torch.softmax(
+                scores.masked_fill(~real_window, -torch.inf), -1
+            ).nan_to_num()
+            * gaussian,
+        ):
+            raise ExerciseError(
+                f"{name} uses the window |s - p_t| <= D {what}: with a fractional"
+                " p_t that has only 2D positions; centre the window on round(p_t)"
+                " to get 2D + 1"
+            )
+        narrow = local_window(
+            scores, centre, half_width - 1, mask=mask, sigma=half_width / 2
+        )
         if _close(out, narrow):
-            raise ExerciseError(f"{name} uses the window |s - round(p_t)| < D {what}: the window has 2D + 1 "
-                                "positions, both ends included")
+            raise ExerciseError(
+                f"{name} uses the window |s - round(p_t)| < D {what}: the window has"
+                " 2D + 1 positions, both ends included"
+            )
         renormalised = expected / expected.sum(-1, keepdim=True)
         if _close(out, renormalised):
-            raise ExerciseError(f"{name} renormalises after the Gaussian {what}: Luong et al. keep the product as "
-                                "it is, so the weights of a row need not sum to 1")
+            raise ExerciseError(
+                f"{name} renormalises after the Gaussian {what}: Luong et al. keep"
+                " the product as it is, so the weights of a row need not sum to 1"
+            )
         expect_close(name, out, expected, what)
     passed(name, len(cases))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # REINFORCE with a baseline
 
 
@@ -211,8 +337,8 @@ def check_local_p_weights(local_p_weights: Callable, seed: int | None = 0) -> No
 def check_reinforce_loss(reinforce_loss_fn: Callable, seed: int | None = 0) -> None:
     """Check ``reinforce_loss(log_prob (N,), reward (N,), baseline (N,)) -> scalar``.
 
-    The mean over the entries of ``-(r - b) log p + (r - b)^2``, where the advantage ``r - b`` is a constant
-    in the first term and the reward is always a constant.
+    The mean over the entries of ``-(r - b) log p + (r - b)^2``, where the advantage
+    ``r - b`` is a constant in the first term and the reward is always a constant.
     """
     name = "reinforce_loss"
     gen = generator(seed)
@@ -225,50 +351,82 @@ def check_reinforce_loss(reinforce_loss_fn: Callable, seed: int | None = 0) -> N
         out = call(reinforce_loss_fn, name, *inputs)
         what = f"for {n} sampled choice{'s' if n > 1 else ''}"
         if not isinstance(out, torch.Tensor):
-            raise ExerciseError(f"{name} returned a {type(out).__name__}, which carries no gradient {what}: return "
-                                "the loss as a torch tensor computed from log_prob, so that backward() can train "
-                                "the attention")
+            raise ExerciseError(
+                f"{name} returned a {type(out).__name__}, which carries no gradient"
+                f" {what}: return the loss as a torch tensor computed from log_prob,"
+                " so that backward() can train the attention"
+            )
         expect_tensor(name, out, ())
         if not out.requires_grad:
-            raise ExerciseError(f"no gradient reaches log_prob from the loss of {name} {what}: the loss is detached "
-                                "(or computed under torch.no_grad()). Detach only the advantage and the reward, "
-                                "never log_prob or the loss itself")
+            raise ExerciseError(
+                f"no gradient reaches log_prob from the loss of {name} {what}: the"
+                " loss is detached (or computed under torch.no_grad()). Detach only"
+                " the advantage and the reward, never log_prob or the loss itself"
+            )
         grads = torch.autograd.grad(out, inputs, allow_unused=True)
-        g_log_prob, g_reward, g_baseline = (torch.zeros(n) if g is None else g for g in grads)
+        g_log_prob, g_reward, g_baseline = (
+            torch.zeros(n) if g is None else g for g in grads
+        )
         advantage = reward - baseline
         if g_log_prob.abs().max() < 1e-7:
-            raise ExerciseError(f"no gradient reaches log_prob from the loss of {name} {what}: log_prob must stay "
-                                "attached, it is the only path from the loss to the attention")
+            raise ExerciseError(
+                f"no gradient reaches log_prob from the loss of {name} {what}:"
+                " log_prob must stay attached, it is the only path from the loss to"
+                " the attention"
+            )
         if g_reward.abs().max() > 1e-6:
-            raise ExerciseError(f"{name} lets gradient flow into the reward {what}: the reward is a measured "
-                                "number, not something to optimise through; use reward.detach()")
+            raise ExerciseError(
+                f"{name} lets gradient flow into the reward {what}: the reward is a"
+                " measured number, not something to optimise through; use"
+                " reward.detach()"
+            )
         if _close(g_log_prob, advantage / n):
-            raise ExerciseError(f"{name} has the wrong sign {what}: minimising the loss must raise log p for "
-                                "choices whose reward beats the baseline, so the term is -(r - b) log p")
+            raise ExerciseError(
+                f"{name} has the wrong sign {what}: minimising the loss must raise"
+                " log p for choices whose reward beats the baseline, so the term is"
+                " -(r - b) log p"
+            )
         if _close(g_log_prob, -reward / n):
-            raise ExerciseError(f"{name} does not subtract the baseline in the policy term {what}: "
-                                "use -(r - b) log p")
+            raise ExerciseError(
+                f"{name} does not subtract the baseline in the policy term {what}: "
+                "use -(r - b) log p"
+            )
         if n > 1 and _close(g_log_prob, -advantage):
-            raise ExerciseError(f"{name} sums over the entries {what}: take the mean")
-        expect_close(name, g_log_prob, -advantage / n, f"(its gradient in log_prob) {what}")
+            raise ExerciseError(
+                f"{name} sums over the entries {what}: take the mean"
+            )
+        expect_close(
+            name, g_log_prob, -advantage / n, f"(its gradient in log_prob) {what}"
+        )
         fit = 2 * (baseline - reward) / n
-        if _close(g_baseline, fit + log_prob / n) or _close(g_baseline, log_prob / n):
-            raise ExerciseError(f"in {name} the baseline receives gradient from the policy term {what}: in "
-                                "-(r - b) log p the advantage is a constant, use (reward - baseline).detach(); "
-                                "only the squared error (r - b)^2 may train the baseline")
+        if _close(g_baseline, fit + log_prob / n) or _close(
+            g_baseline, log_prob / n
+        ):
+            raise ExerciseError(
+                f"in {name} the baseline receives gradient from the policy term"
+                f" {what}: in -(r - b) log p the advantage is a constant, use"
+                " (reward - baseline).detach(); only the squared error (r - b)^2"
+                " may train the baseline"
+            )
         if g_baseline.abs().max() < 1e-7:
-            raise ExerciseError(f"{name} does not train the baseline {what}: add the squared error (r - b)^2, "
-                                "with the baseline attached")
+            raise ExerciseError(
+                f"{name} does not train the baseline {what}: add the squared error"
+                " (r - b)^2, with the baseline attached"
+            )
         if n > 1 and _close(g_baseline, n * fit):
-            raise ExerciseError(f"{name} sums the squared errors {what}: take the mean")
+            raise ExerciseError(
+                f"{name} sums the squared errors {what}: take the mean"
+            )
         expect_close(name, g_baseline, fit, f"(its gradient in the baseline) {what}")
         value = expect_number(name, out)
         expected = reinforce_loss(log_prob, reward, baseline)
-        expect_close(name, torch.tensor(value), expected, f"(its value) {what}", atol=1e-4)
+        expect_close(
+            name, torch.tensor(value), expected, f"(its value) {what}", atol=1e-4
+        )
     passed(name, len(cases))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # The straight-through Gumbel-softmax (debugging exercise)
 
 
@@ -277,7 +435,9 @@ def _gumbel(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
     return -torch.log(-torch.log(u))
 
 
-def _relaxed_gradient(scores: torch.Tensor, noise: torch.Tensor, tau: float, upstream: torch.Tensor) -> torch.Tensor:
+def _relaxed_gradient(
+    scores: torch.Tensor, noise: torch.Tensor, tau: float, upstream: torch.Tensor
+) -> torch.Tensor:
     leaf = scores.detach().clone().requires_grad_()
     (torch.softmax((leaf + noise) / tau, dim=-1) * upstream).sum().backward()
     return leaf.grad
@@ -287,8 +447,8 @@ def _relaxed_gradient(scores: torch.Tensor, noise: torch.Tensor, tau: float, ups
 def check_straight_through(straight_through: Callable, seed: int | None = 0) -> None:
     """Check ``straight_through(scores (B, S), noise (B, S), tau) -> (B, S)``.
 
-    Forward: the one-hot vector of ``argmax(scores + noise)``. Backward: the gradient of
-    ``softmax((scores + noise) / tau)``.
+    Forward: the one-hot vector of ``argmax(scores + noise)``. Backward: the gradient
+    of ``softmax((scores + noise) / tau)``.
     """
     name = "straight_through"
     gen = generator(seed)
@@ -297,66 +457,112 @@ def check_straight_through(straight_through: Callable, seed: int | None = 0) -> 
     for tau in cases:
         scores = torch.randn(batch, size, generator=gen)
         noise = _gumbel((batch, size), gen)
-        # the last row: noise that moves the sample away from the largest score, so the two argmaxes differ
+        # the last row: noise that moves the sample away from the largest score, so
+        # the two argmaxes differ
         noise[-1] = 0.0
-        noise[-1, (scores[-1].argmax() + 1) % size] = scores[-1].max() - scores[-1].min() + 1.0
+        noise[-1, (scores[-1].argmax() + 1) % size] = (
+            scores[-1].max() - scores[-1].min() + 1.0
+        )
         upstream = torch.randn(batch, size, generator=gen)
         leaf = scores.clone().requires_grad_()
         what = f"for tau = {tau}"
         out = call(straight_through, name, leaf, noise, tau)
         if not isinstance(out, torch.Tensor):
-            raise ExerciseError(f"{name} must return a torch tensor that carries the gradient of the scores, got "
-                                f"{type(out).__name__}")
+            raise ExerciseError(
+                f"{name} must return a torch tensor that carries the gradient of the"
+                f" scores, got {type(out).__name__}"
+            )
         value = expect_tensor(name, out, (batch, size))
         one_hot = value.round()
-        if not (_close(value, one_hot, 1e-5) and one_hot.sum(-1).eq(1).all() and one_hot.ge(0).all()):
+        if not (
+            _close(value, one_hot, 1e-5)
+            and one_hot.sum(-1).eq(1).all()
+            and one_hot.ge(0).all()
+        ):
             soft = torch.softmax((scores + noise) / tau, -1)
             if _close(value, soft, 1e-4):
-                raise ExerciseError(f"{name} returns the softmax itself {what}: the forward value must be the "
-                                    "one-hot sample, with the softmax's gradient attached (hard + soft - "
-                                    "soft.detach())")
-            raise ExerciseError(f"the rows returned by {name} are not one-hot vectors {what}: the forward value is "
-                                "the one-hot sample; whatever carries the softmax's gradient must add zero to it "
-                                "(soft - soft.detach())")
+                raise ExerciseError(
+                    f"{name} returns the softmax itself {what}: the forward value"
+                    " must be the one-hot sample, with the softmax's gradient"
+                    " attached (hard + soft - soft.detach())"
+                )
+            raise ExerciseError(
+                f"the rows returned by {name} are not one-hot vectors {what}: the"
+                " forward value is the one-hot sample; whatever carries the"
+                " softmax's gradient must add zero to it (soft - soft.detach())"
+            )
         chosen = one_hot.argmax(-1)
-        if chosen.eq(scores.argmax(-1)).all() and not chosen.eq((scores + noise).argmax(-1)).all():
-            raise ExerciseError(f"{name} picks the largest score without the noise {what}: that is always the "
-                                "same position, not a sample; take the argmax of scores + noise")
+        if (
+            chosen.eq(scores.argmax(-1)).all()
+            and not chosen.eq((scores + noise).argmax(-1)).all()
+        ):
+            raise ExerciseError(
+                f"{name} picks the largest score without the noise {what}: that is"
+                " always the same position, not a sample; take the argmax of scores"
+                " + noise"
+            )
         if not chosen.eq((scores + noise).argmax(-1)).all():
-            raise ExerciseError(f"{name} does not pick the position with the largest scores + noise {what}")
+            raise ExerciseError(
+                f"{name} does not pick the position with the largest scores + noise"
+                f" {what}"
+            )
         if not out.requires_grad:
-            raise ExerciseError(f"no gradient reaches the scores through {name} {what}: the backward pass must be "
-                                "that of softmax((scores + noise) / tau); do not detach it or use torch.no_grad()")
-        (grad,) = torch.autograd.grad((out * upstream).sum(), leaf, allow_unused=True)
+            raise ExerciseError(
+                f"no gradient reaches the scores through {name} {what}: the backward"
+                " pass must be that of softmax((scores + noise) / tau); do not"
+                " detach it or use torch.no_grad()"
+            )
+        (grad,) = torch.autograd.grad(
+            (out * upstream).sum(), leaf, allow_unused=True
+        )
         grad = torch.zeros_like(scores) if grad is None else grad
         expected = _relaxed_gradient(scores, noise, tau, upstream)
         if _close(grad, expected, 1e-5):
             continue
         if _close(grad, -expected, 1e-5):
-            raise ExerciseError(f"the gradient of {name} has the wrong sign {what}: the straight-through sum is "
-                                "hard + soft - soft.detach(), so that the backward pass follows +soft")
+            raise ExerciseError(
+                f"the gradient of {name} has the wrong sign {what}: the"
+                " straight-through sum is hard + soft - soft.detach(), so that the"
+                " backward pass follows +soft"
+            )
         if grad.abs().max() < 1e-8:
-            raise ExerciseError(f"no gradient reaches the scores through {name} {what}: attach the softmax's "
-                                "gradient with hard + soft - soft.detach()")
-        if tau != 1 and _close(grad, _relaxed_gradient(scores, noise, 1.0, upstream), 1e-5):
-            raise ExerciseError(f"the gradient of {name} ignores the temperature {what}: the relaxation is "
-                                "softmax((scores + noise) / tau)")
-        if _close(grad, _relaxed_gradient(scores, torch.zeros_like(noise), tau, upstream), 1e-5):
-            raise ExerciseError(f"the gradient of {name} is that of softmax(scores / tau) {what}: add the same "
-                                "noise inside the softmax as in the argmax")
+            raise ExerciseError(
+                f"no gradient reaches the scores through {name} {what}: attach the"
+                " softmax's gradient with hard + soft - soft.detach()"
+            )
+        if tau != 1 and _close(
+            grad, _relaxed_gradient(scores, noise, 1.0, upstream), 1e-5
+        ):
+            raise ExerciseError(
+                f"the gradient of {name} ignores the temperature {what}: the"
+                " relaxation is softmax((scores + noise) / tau)"
+            )
+        if _close(
+            grad,
+            _relaxed_gradient(scores, torch.zeros_like(noise), tau, upstream),
+            1e-5,
+        ):
+            raise ExerciseError(
+                f"the gradient of {name} is that of softmax(scores / tau) {what}:"
+                " add the same noise inside the softmax as in the argmax"
+            )
         expect_close(f"{name} (its gradient in the scores)", grad, expected, what)
     passed(name, len(cases))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Experiment: how much of a global model's attention falls inside a local window
 
 
 def _reference_window_mass(maps: Sequence[torch.Tensor], half_width: int) -> float:
-    """The share of the attention mass inside ``|s - t| <= D``, averaged over all target words."""
+    """The share of the attention mass inside ``|s - t| <= D``, averaged over all
+    target words."""
     inside = words = 0.0
     for weights in maps:
-        distance = (torch.arange(weights.shape[1])[None] - torch.arange(weights.shape[0])[:, None]).abs()
+        distance = (
+            torch.arange(weights.shape[1])[None]
+            - torch.arange(weights.shape[0])[:, None]
+        ).abs()
         inside += float(weights[distance <= half_width].sum())
         words += weights.shape[0]
     return inside / words
@@ -366,58 +572,97 @@ def _per_sentence_mass(maps: Sequence[torch.Tensor], half_width: int) -> float:
     return float(np.mean([_reference_window_mass([w], half_width) for w in maps]))
 
 
-def _with_eos_mass(maps: Sequence[torch.Tensor], eos_rows: Sequence[torch.Tensor], half_width: int) -> float:
-    return _reference_window_mass([torch.cat([w, row[None]]) for w, row in zip(maps, eos_rows, strict=True)],
-                                  half_width)
+def _with_eos_mass(
+    maps: Sequence[torch.Tensor], eos_rows: Sequence[torch.Tensor], half_width: int
+) -> float:
+    return _reference_window_mass(
+        [torch.cat([w, row[None]]) for w, row in zip(maps, eos_rows, strict=True)],
+        half_width,
+    )
 
 
 @exercise_check()
-def check_window_mass(window_mass: Callable, model: Any, examples: Sequence[Any], seed: int | None = 0) -> None:
-    """Check ``window_mass(model, examples, half_width) -> float`` on a trained global-attention ``model``.
+def check_window_mass(
+    window_mass: Callable, model: Any, examples: Sequence[Any], seed: int | None = 0
+) -> None:
+    """Check ``window_mass(model, examples, half_width) -> float`` on a trained
+    global-attention ``model``.
 
-    The share of the teacher-forced attention mass that falls inside ``|s - t| <= D`` (source position ``s``,
-    target position ``t``), averaged over all target words of ``examples`` (the ``<eos>`` step left out).
-    The check measures the same model on the same examples and compares, for several ``D``.
+    The share of the teacher-forced attention mass that falls inside ``|s - t| <= D``
+    (source position ``s``, target position ``t``), averaged over all target words of
+    ``examples`` (the ``<eos>`` step left out). The check measures the same model on
+    the same examples and compares, for several ``D``.
     """
     name = "window_mass"
     examples = list(examples)
     if not examples:
-        raise ExerciseError("pass the test examples to the check (a non-empty list), e.g. the chapter's test_set")
+        raise ExerciseError(
+            "pass the test examples to the check (a non-empty list), e.g. the"
+            " chapter's test_set"
+        )
     gen = generator(seed)
     if getattr(getattr(model, "decoder", None), "attention", None) is None:
-        raise ExerciseError("pass a trained model with attention to the check, e.g. results['global dot']['model']")
+        raise ExerciseError(
+            "pass a trained model with attention to the check, e.g. results['global"
+            " dot']['model']"
+        )
     with torch.no_grad():
         maps, _ = attention_maps(model, examples)
         batch = make_batch(examples)
         weights = model(batch.src, batch.src_mask, batch.tgt).weights
-    eos_rows = [weights[b, len(e.target), : len(e.source)] for b, e in enumerate(examples)]
+    eos_rows = [
+        weights[b, len(e.target), : len(e.source)] for b, e in enumerate(examples)
+    ]
     longest = max(len(e.source) for e in examples)
     widths = [1, 3, 0, int(torch.randint(2, 9, (1,), generator=gen)), longest]
     values = {}
     for half_width in widths:
         what = f"for D = {half_width}"
-        value = expect_number(name, call(window_mass, name, model, examples, half_width))
+        value = expect_number(
+            name, call(window_mass, name, model, examples, half_width)
+        )
         expected = _reference_window_mass(maps, half_width)
         if value > 1 + 1e-4:
-            raise ExerciseError(f"{name} returned {value:.4g} {what}, more than the whole mass: divide the mass "
-                                "inside the window by the number of target words (a share is at most 1)")
+            raise ExerciseError(
+                f"{name} returned {value:.4g} {what}, more than the whole mass:"
+                " divide the mass inside the window by the number of target words"
+                " (a share is at most 1)"
+            )
         if half_width == longest and abs(value - expected) > 1e-4:
-            raise ExerciseError(f"{name} is wrong for D = {half_width}, a window wider than every sentence, which "
-                                "holds each target word's whole attention: count every target word once, and "
-                                "all the weight of its row")
+            raise ExerciseError(
+                f"{name} is wrong for D = {half_width}, a window wider than every"
+                " sentence, which holds each target word's whole attention: count"
+                " every target word once, and all the weight of its row"
+            )
         if abs(value - expected) > 1e-4:
-            if half_width > 0 and abs(value - _reference_window_mass(maps, half_width - 1)) < 1e-5:
-                raise ExerciseError(f"{name} uses the window |s - t| < D {what}: the window has 2D + 1 positions, "
-                                    "both ends included")
+            if (
+                half_width > 0
+                and abs(value - _reference_window_mass(maps, half_width - 1)) < 1e-5
+            ):
+                raise ExerciseError(
+                    f"{name} uses the window |s - t| < D {what}: the window has 2D +"
+                    " 1 positions, both ends included"
+                )
             if abs(value - _per_sentence_mass(maps, half_width)) < 1e-5:
-                raise ExerciseError(f"{name} averages over sentences {what}: average over target words, so that a "
-                                    "long sentence counts as many times as it has words")
+                raise ExerciseError(
+                    f"{name} averages over sentences {what}: average over target"
+                    " words, so that a long sentence counts as many times as it has"
+                    " words"
+                )
             if abs(value - _with_eos_mass(maps, eos_rows, half_width)) < 1e-5:
-                raise ExerciseError(f"{name} counts the <eos> step {what}: leave it out (it has no source word)")
-            raise ExerciseError(f"{name} is wrong {what}: it differs by {abs(value - expected):.3g} from the share "
-                                "measured on the same model and examples")
+                raise ExerciseError(
+                    f"{name} counts the <eos> step {what}: leave it out (it has no"
+                    " source word)"
+                )
+            raise ExerciseError(
+                f"{name} is wrong {what}: it differs by {abs(value - expected):.3g}"
+                " from the share measured on the same model and examples"
+            )
         values[half_width] = value
     ordered = [values[d] for d in sorted(values)]
     if any(b < a - 1e-6 for a, b in zip(ordered, ordered[1:], strict=False)):
-        raise ExerciseError(f"{name} decreases as the window widens: a wider window holds at least as much")
+        raise ExerciseError(
+            f"{name} decreases as the window widens: a wider window holds at least"
+            " as much"
+        )
     passed(name, len(widths))

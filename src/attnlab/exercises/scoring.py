@@ -1,5 +1,7 @@
-"""Checks for chapter 2, "Scoring functions": the scaled dot product, the additive score, the padding mask, the
-fix of a masked softmax, and the experiment on the hidden size of the additive score."""
+"""Checks for chapter 2, "Scoring functions": the scaled dot product, the additive
+score, the padding mask, the fix of a masked softmax, and the experiment on the
+hidden size of the additive score.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +11,14 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from attnlab.attention import AdditiveScore, attend, dot_score, masked_softmax, padding_mask, scaled_dot_score
+from attnlab.attention import (
+    AdditiveScore,
+    attend,
+    dot_score,
+    masked_softmax,
+    padding_mask,
+    scaled_dot_score,
+)
 from attnlab.exercises._checking import (
     ExerciseError,
     call,
@@ -24,126 +33,218 @@ from attnlab.exercises._checking import (
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=1e-5, rtol=1e-4)
+    return a.shape == b.shape and torch.allclose(
+        a.double(), b.double(), atol=1e-5, rtol=1e-4
+    )
 
 
 @exercise_check(scaled_dot_score, dot_score)
 def check_scaled_dot_score(scaled_dot_score: Callable, seed: int | None = 0) -> None:
-    """Check ``scaled_dot_score(query (..., Tq, d), keys (..., Tk, d)) -> scores (..., Tq, Tk)``."""
+    """Check ``scaled_dot_score(query (..., Tq, d), keys (..., Tk, d)) -> scores
+    (..., Tq, Tk)``."""
     name = "scaled_dot_score"
     gen = generator(seed)
-    cases = [((), 3, 5, 4), ((), 1, 6, 16), ((2,), 4, 7, 9), ((2, 3), 2, 5, 1), ((3,), 5, 5, 8)]
+    cases = [
+        ((), 3, 5, 4),
+        ((), 1, 6, 16),
+        ((2,), 4, 7, 9),
+        ((2, 3), 2, 5, 1),
+        ((3,), 5, 5, 8),
+    ]
     for batch, n_queries, n_keys, d in cases:
-        query, keys = torch.randn(*batch, n_queries, d, generator=gen), torch.randn(*batch, n_keys, d, generator=gen)
+        query, keys = (
+            torch.randn(*batch, n_queries, d, generator=gen),
+            torch.randn(*batch, n_keys, d, generator=gen),
+        )
         out = call(scaled_dot_score, name, query, keys)
         what = f"for query {tuple(query.shape)} and keys {tuple(keys.shape)}"
-        if isinstance(out, torch.Tensor) and n_queries != n_keys and tuple(out.shape) == (*batch, n_keys, n_queries):
-            raise ExerciseError(f"{name} returned shape {tuple(out.shape)} {what}: that is (..., Tk, Tq); "
-                                "put the queries first, query @ keys^T")
+        if (
+            isinstance(out, torch.Tensor)
+            and n_queries != n_keys
+            and tuple(out.shape) == (*batch, n_keys, n_queries)
+        ):
+            raise ExerciseError(
+                f"{name} returned shape {tuple(out.shape)} {what}: that is (..., Tk,"
+                " Tq); put the queries first, query @ keys^T"
+            )
         out = expect_tensor(name, out, (*batch, n_queries, n_keys))
         dot = query.double() @ keys.double().transpose(-2, -1)
         if d > 1 and _close(out, dot):
-            raise ExerciseError(f"{name} returns the plain dot product {what}: divide it by sqrt(d)")
+            raise ExerciseError(
+                f"{name} returns the plain dot product {what}: divide it by sqrt(d)"
+            )
         if d > 1 and _close(out, dot / d):
-            raise ExerciseError(f"{name} divides by d {what}: divide by sqrt(d), the standard deviation of "
-                                "the dot product of two random vectors")
-        if n_queries == n_keys and n_queries > 1 and _close(out, dot.transpose(-2, -1) / d**0.5):
-            raise ExerciseError(f"{name} returns the scores transposed {what}: entry (i, j) is the score of query i "
-                                "against key j, query @ keys^T")
+            raise ExerciseError(
+                f"{name} divides by d {what}: divide by sqrt(d), the standard"
+                " deviation of the dot product of two random vectors"
+            )
+        if (
+            n_queries == n_keys
+            and n_queries > 1
+            and _close(out, dot.transpose(-2, -1) / d**0.5)
+        ):
+            raise ExerciseError(
+                f"{name} returns the scores transposed {what}: entry (i, j) is the"
+                " score of query i against key j, query @ keys^T"
+            )
         if n_keys != d and _close(out, dot / n_keys**0.5):
-            raise ExerciseError(f"{name} divides by the square root of the number of keys {what}: divide by sqrt(d), "
-                                "d the size of a query or key vector (the last axis)")
+            raise ExerciseError(
+                f"{name} divides by the square root of the number of keys {what}:"
+                " divide by sqrt(d), d the size of a query or key vector (the last"
+                " axis)"
+            )
         expect_close(name, out, dot / d**0.5, what)
     passed(name, len(cases))
 
 
-def _reference_additive(query: torch.Tensor, keys: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor,
-                        v: torch.Tensor) -> torch.Tensor:
-    return torch.tanh((query @ W_q.T).unsqueeze(-2) + (keys @ W_k.T).unsqueeze(-3)) @ v
+def _reference_additive(
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    W_q: torch.Tensor,
+    W_k: torch.Tensor,
+    v: torch.Tensor,
+) -> torch.Tensor:
+    return (
+        torch.tanh((query @ W_q.T).unsqueeze(-2) + (keys @ W_k.T).unsqueeze(-3)) @ v
+    )
 
 
 @exercise_check(AdditiveScore)
 def check_additive_score(additive_score: Callable, seed: int | None = 0) -> None:
     """Check ``additive_score(query, keys, W_q, W_k, v) -> scores (..., Tq, Tk)``.
 
-    query ``(..., Tq, d_q)``, keys ``(..., Tk, d_k)``, ``W_q (h, d_q)``, ``W_k (h, d_k)``, ``v (h,)``;
-    the score of a pair is ``v . tanh(W_q q + W_k k)``.
+    query ``(..., Tq, d_q)``, keys ``(..., Tk, d_k)``, ``W_q (h, d_q)``, ``W_k (h,
+    d_k)``, ``v (h,)``; the score of a pair is ``v . tanh(W_q q + W_k k)``.
     """
     name = "additive_score"
     gen = generator(seed)
-    cases = [((), 3, 5, 2, 4, 6), ((2,), 4, 4, 3, 5, 8), ((2, 3), 1, 6, 4, 3, 5), ((), 4, 4, 3, 3, 3)]
+    cases = [
+        ((), 3, 5, 2, 4, 6),
+        ((2,), 4, 4, 3, 5, 8),
+        ((2, 3), 1, 6, 4, 3, 5),
+        ((), 4, 4, 3, 3, 3),
+    ]
     for batch, n_queries, n_keys, d_q, d_k, h in cases:
         query = torch.randn(*batch, n_queries, d_q, generator=gen)
         keys = torch.randn(*batch, n_keys, d_k, generator=gen)
-        W_q, W_k = torch.randn(h, d_q, generator=gen), torch.randn(h, d_k, generator=gen)
+        W_q, W_k = (
+            torch.randn(h, d_q, generator=gen),
+            torch.randn(h, d_k, generator=gen),
+        )
         v = torch.randn(h, generator=gen)
         out = call(additive_score, name, query, keys, W_q, W_k, v)
-        what = f"for query {tuple(query.shape)}, keys {tuple(keys.shape)} and hidden size {h}"
+        what = (
+            f"for query {tuple(query.shape)}, keys {tuple(keys.shape)} and hidden"
+            f" size {h}"
+        )
         out = expect_tensor(name, out, (*batch, n_queries, n_keys))
         q, k, W_q64, W_k64, v64 = (x.double() for x in (query, keys, W_q, W_k, v))
-        hidden = (q @ W_q64.T).unsqueeze(-2) + (k @ W_k64.T).unsqueeze(-3)  # (..., Tq, Tk, h)
+        hidden = (q @ W_q64.T).unsqueeze(-2) + (k @ W_k64.T).unsqueeze(
+            -3
+        )  # (..., Tq, Tk, h)
         if _close(out, hidden @ v64):
-            raise ExerciseError(f"{name} has no tanh {what}: without it the score is linear, "
-                                "v . (W_q q + W_k k); apply tanh before the product with v")
+            raise ExerciseError(
+                f"{name} has no tanh {what}: without it the score is linear, "
+                "v . (W_q q + W_k k); apply tanh before the product with v"
+            )
         if _close(out, torch.tanh(hidden @ v64)):
-            raise ExerciseError(f"{name} applies tanh after the product with v {what}: "
-                                "take tanh of the hidden vector W_q q + W_k k, then the dot product with v")
-        if n_queries == n_keys and _close(out, _reference_additive(q, k, W_q64, W_k64, v64).transpose(-2, -1)):
-            raise ExerciseError(f"{name} returns the scores transposed {what}: entry (i, j) must score query i "
-                                "against key j; unsqueeze the projected queries at -2 and the keys at -3")
+            raise ExerciseError(
+                f"{name} applies tanh after the product with v {what}: take tanh of"
+                " the hidden vector W_q q + W_k k, then the dot product with v"
+            )
+        if n_queries == n_keys and _close(
+            out, _reference_additive(q, k, W_q64, W_k64, v64).transpose(-2, -1)
+        ):
+            raise ExerciseError(
+                f"{name} returns the scores transposed {what}: entry (i, j) must"
+                " score query i against key j; unsqueeze the projected queries at"
+                " -2 and the keys at -3"
+            )
         if d_q == d_k and _close(out, _reference_additive(q, k, W_k64, W_q64, v64)):
-            raise ExerciseError(f"{name} swaps W_q and W_k {what}: project the query with W_q and the keys with W_k")
+            raise ExerciseError(
+                f"{name} swaps W_q and W_k {what}: project the query with W_q and"
+                " the keys with W_k"
+            )
         expect_close(name, out, _reference_additive(q, k, W_q64, W_k64, v64), what)
     passed(name, len(cases))
 
 
 @exercise_check(padding_mask)
 def check_padding_mask(padding_mask: Callable, seed: int | None = 0) -> None:
-    """Check ``padding_mask(lengths (batch,), max_len) -> mask (batch, max_len)``, True at real positions."""
+    """Check ``padding_mask(lengths (batch,), max_len) -> mask (batch, max_len)``,
+    True at real positions."""
     name = "padding_mask"
     gen = generator(seed)
     random_lengths = torch.randint(0, 9, (5,), generator=gen).tolist()
-    cases = [([2, 0, 3], 4), ([5], 5), (random_lengths, 9), ([0, 0], 3), ([1, 4, 2, 4], 6)]
+    cases = [
+        ([2, 0, 3], 4),
+        ([5], 5),
+        (random_lengths, 9),
+        ([0, 0], 3),
+        ([1, 4, 2, 4], 6),
+    ]
     for lengths, max_len in cases:
         what = f"for lengths {lengths} and max_len {max_len}"
         out = call(padding_mask, name, torch.tensor(lengths), max_len)
         if not isinstance(out, torch.Tensor):
-            raise ExerciseError(f"{name} must return a torch.Tensor, got {type(out).__name__}")
+            raise ExerciseError(
+                f"{name} must return a torch.Tensor, got {type(out).__name__}"
+            )
         if tuple(out.shape) != (len(lengths), max_len):
-            raise ExerciseError(f"{name} returned shape {tuple(out.shape)} {what}, expected (batch, max_len) = "
-                                f"{(len(lengths), max_len)}: pad to max_len, not to the longest length")
+            raise ExerciseError(
+                f"{name} returned shape {tuple(out.shape)} {what}, expected (batch,"
+                f" max_len) = {(len(lengths), max_len)}: pad to max_len, not to the"
+                " longest length"
+            )
         if out.dtype != torch.bool:
-            raise ExerciseError(f"{name} returned dtype {out.dtype}: return a boolean tensor "
-                                "(compare with <, do not convert to numbers)")
+            raise ExerciseError(
+                f"{name} returned dtype {out.dtype}: return a boolean tensor "
+                "(compare with <, do not convert to numbers)"
+            )
         positions = torch.arange(max_len)[None, :]
         column = torch.tensor(lengths)[:, None]
         expected = positions < column
         if torch.equal(out, expected):
             continue
         if torch.equal(out, ~expected):
-            raise ExerciseError(f"{name} is inverted {what}: True must mark the real positions "
-                                "(those a query may attend to), False the padding")
+            raise ExerciseError(
+                f"{name} is inverted {what}: True must mark the real positions "
+                "(those a query may attend to), False the padding"
+            )
         if torch.equal(out, positions <= column):
-            raise ExerciseError(f"{name} keeps one position too many {what}: positions count from 0, "
-                                "so a sequence of length n has the real positions j < n")
+            raise ExerciseError(
+                f"{name} keeps one position too many {what}: positions count from 0,"
+                " so a sequence of length n has the real positions j < n"
+            )
         if torch.equal(out, positions < column - 1):
-            raise ExerciseError(f"{name} keeps one position too few {what}: a sequence of length n has the n real "
-                                "positions 0, ..., n - 1")
+            raise ExerciseError(
+                f"{name} keeps one position too few {what}: a sequence of length n"
+                " has the n real positions 0, ..., n - 1"
+            )
         if torch.equal(out, positions < column.flip(0)):
-            raise ExerciseError(f"{name} gives each row the length of another sequence {what}: row b must use "
-                                "lengths[b]")
-        wrong_rows = [b for b in range(len(lengths)) if not torch.equal(out[b], expected[b])]
-        raise ExerciseError(f"{name} is wrong {what}: rows {wrong_rows} do not mark exactly the positions "
-                            "j < lengths[b]")
+            raise ExerciseError(
+                f"{name} gives each row the length of another sequence {what}: row b"
+                " must use lengths[b]"
+            )
+        wrong_rows = [
+            b for b in range(len(lengths)) if not torch.equal(out[b], expected[b])
+        ]
+        raise ExerciseError(
+            f"{name} is wrong {what}: rows {wrong_rows} do not mark exactly the"
+            " positions j < lengths[b]"
+        )
     passed(name, len(cases))
 
 
-# --- debugging a masked softmax ---------------------------------------------------------------------------------
+# --- debugging a masked softmax
+# ---------------------------------------------------------------------------------
 
 
 def _masked_case(gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scores (4, 6) with a partly masked row, an all-masked row, a row whose masked key has a huge score, and a
-    row whose real keys all have very negative scores; the mask, True = may attend."""
+    """Scores (4, 6) with a partly masked row, an all-masked row, a row whose masked
+    key has a huge score, and a row whose real keys all have very negative scores;
+    the mask, True = may attend.
+    """
     scores = torch.randn(4, 6, generator=gen)
     mask = torch.rand(4, 6, generator=gen) < 0.6
     mask[0, :2], mask[0, -1] = True, False
@@ -156,67 +257,116 @@ def _masked_case(gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @exercise_check(masked_softmax)
-def check_masked_softmax(fixed_masked_softmax: Callable, seed: int | None = 0) -> None:
-    """Check ``fixed_masked_softmax(scores (..., Tk), mask (..., Tk)) -> weights (..., Tk)``: the softmax over the
-    keys where ``mask`` is True, weight 0 elsewhere, all-zero weights (and a zero gradient) for an all-masked row."""
+def check_masked_softmax(
+    fixed_masked_softmax: Callable, seed: int | None = 0
+) -> None:
+    """Check ``fixed_masked_softmax(scores (..., Tk), mask (..., Tk)) -> weights
+    (..., Tk)``: the softmax over the keys where ``mask`` is True, weight 0
+    elsewhere, all-zero weights (and a zero gradient) for an all-masked row.
+    """
     name = "fixed_masked_softmax"
     gen = generator(seed)
     scores, mask = _masked_case(gen)
-    row_names = ["a partly masked row", "a row whose every key is masked",
-                 "a row where a masked key has a much larger score (1000) than the real ones",
-                 "a row whose real keys all score about -1000000"]
+    row_names = [
+        "a partly masked row",
+        "a row whose every key is masked",
+        "a row where a masked key has a much larger score (1000) than the real ones",
+        "a row whose real keys all score about -1000000",
+    ]
     expected = masked_softmax(scores.double(), mask)
     leaf = scores.clone().requires_grad_()
     out = call(fixed_masked_softmax, name, leaf, mask)
     if not isinstance(out, torch.Tensor):
-        raise ExerciseError(f"{name} must return a torch.Tensor, got {describe(out)}")
+        raise ExerciseError(
+            f"{name} must return a torch.Tensor, got {describe(out)}"
+        )
     if tuple(out.shape) != tuple(scores.shape):
-        raise ExerciseError(f"{name} returned shape {tuple(out.shape)} for scores {tuple(scores.shape)}: return one "
-                            "weight per score")
+        raise ExerciseError(
+            f"{name} returned shape {tuple(out.shape)} for scores"
+            f" {tuple(scores.shape)}: return one weight per score"
+        )
     weights = out.detach().double()
-    if torch.allclose(torch.nan_to_num(weights[0]), masked_softmax(scores[0].double(), ~mask[0]), atol=1e-5):
-        raise ExerciseError(f"{name} gives weight to the masked keys: True in the mask means 'may attend', so the "
-                            "keys where the mask is False get weight 0")
+    if torch.allclose(
+        torch.nan_to_num(weights[0]),
+        masked_softmax(scores[0].double(), ~mask[0]),
+        atol=1e-5,
+    ):
+        raise ExerciseError(
+            f"{name} gives weight to the masked keys: True in the mask means 'may"
+            " attend', so the keys where the mask is False get weight 0"
+        )
     for row, what in enumerate(row_names):
         finite = torch.isfinite(weights[row]).all()
         if row == 1 and not finite:
-            raise ExerciseError(f"{name} returns NaN for {what}: there is nothing to normalise over (0 / 0); the "
-                                "library's convention is all-zero weights for such a row, with no NaN")
-        if row == 1 and torch.allclose(weights[row], torch.full((6,), 1 / 6, dtype=torch.float64), atol=1e-5):
-            raise ExerciseError(f"{name} gives uniform weights to {what}: set the weights of masked keys to 0 after "
-                                "the softmax, so that such a row gets all-zero weights")
+            raise ExerciseError(
+                f"{name} returns NaN for {what}: there is nothing to normalise over"
+                " (0 / 0); the library's convention is all-zero weights for such a"
+                " row, with no NaN"
+            )
+        if row == 1 and torch.allclose(
+            weights[row], torch.full((6,), 1 / 6, dtype=torch.float64), atol=1e-5
+        ):
+            raise ExerciseError(
+                f"{name} gives uniform weights to {what}: set the weights of masked"
+                " keys to 0 after the softmax, so that such a row gets all-zero"
+                " weights"
+            )
         if row == 2 and (not finite or weights[row].sum() < 0.5):
-            raise ExerciseError(f"{name} fails for {what}: the masked key takes (almost) all the softmax and "
-                                "renormalising what is left gives NaN or zeros. Mask the scores *before* the softmax "
-                                "(fill masked scores with a very negative number), not the weights after it")
+            raise ExerciseError(
+                f"{name} fails for {what}: the masked key takes (almost) all the"
+                " softmax and renormalising what is left gives NaN or zeros. Mask"
+                " the scores *before* the softmax (fill masked scores with a very"
+                " negative number), not the weights after it"
+            )
         if row == 3 and (not finite or weights[row].sum() < 0.5):
-            raise ExerciseError(f"{name} fails for {what}: the value that fills the masked scores must be below every "
-                                "real score, e.g. torch.finfo(scores.dtype).min")
+            raise ExerciseError(
+                f"{name} fails for {what}: the value that fills the masked scores"
+                " must be below every real score, e.g."
+                " torch.finfo(scores.dtype).min"
+            )
         if not finite:
             raise ExerciseError(f"{name} returns NaN or infinity for {what}")
         if row == 0 and abs(weights[row].sum().item() - 1) > 1e-4:
-            raise ExerciseError(f"the weights of {what} sum to {weights[row].sum().item():.4f}, not 1: normalise over "
-                                "the keys that are not masked")
+            raise ExerciseError(
+                f"the weights of {what} sum to {weights[row].sum().item():.4f}, not"
+                " 1: normalise over the keys that are not masked"
+            )
         expect_close(name, weights[row], expected[row], f"for {what}")
     if not out.requires_grad:
-        raise ExerciseError(f"{name}'s output does not require a gradient: do not compute it under torch.no_grad() "
-                            "or detach it, training needs the gradient of the weights with respect to the scores")
+        raise ExerciseError(
+            f"{name}'s output does not require a gradient: do not compute it under"
+            " torch.no_grad() or detach it, training needs the gradient of the"
+            " weights with respect to the scores"
+        )
     (out * torch.randn(out.shape, generator=gen, dtype=out.dtype)).sum().backward()
     if leaf.grad is None or not torch.isfinite(leaf.grad).all():
-        raise ExerciseError(f"the gradient of {name} with respect to the scores contains NaN: a softmax over -inf "
-                            "scores gives NaN in the backward pass even where the forward result is replaced "
-                            "afterwards (torch.where does not stop it); fill masked scores with a finite number")
+        raise ExerciseError(
+            f"the gradient of {name} with respect to the scores contains NaN: a"
+            " softmax over -inf scores gives NaN in the backward pass even where"
+            " the forward result is replaced afterwards (torch.where does not stop"
+            " it); fill masked scores with a finite number"
+        )
     if not torch.all(leaf.grad[1] == 0):
-        raise ExerciseError(f"the gradient of {name} is not zero for {row_names[1]}: its weights are all zero "
-                            "whatever the scores, so their gradient must be zero too")
+        raise ExerciseError(
+            f"the gradient of {name} is not zero for {row_names[1]}: its weights are"
+            " all zero whatever the scores, so their gradient must be zero too"
+        )
     batched = torch.randn(2, 3, 5, generator=gen)
     batched_mask = torch.rand(2, 3, 5, generator=gen) < 0.5
-    out = expect_tensor(name, call(fixed_masked_softmax, name, batched, batched_mask), (2, 3, 5))
-    expect_close(name, out, masked_softmax(batched.double(), batched_mask), "for scores (2, 3, 5) with batch axes")
+    out = expect_tensor(
+        name, call(fixed_masked_softmax, name, batched, batched_mask), (2, 3, 5)
+    )
+    expect_close(
+        name,
+        out,
+        masked_softmax(batched.double(), batched_mask),
+        "for scores (2, 3, 5) with batch axes",
+    )
     passed(name, len(row_names) + 2)
 
 
-# --- the experiment: how many hidden units does the additive score need? ---------------------------------------
+# --- the experiment: how many hidden units does the additive score need?
+# ---------------------------------------
 
 
 def _accuracy(model: Callable, test_data: tuple[torch.Tensor, ...]) -> float:
@@ -226,41 +376,63 @@ def _accuracy(model: Callable, test_data: tuple[torch.Tensor, ...]) -> float:
     return (weights[:, 0].argmax(-1) == target).double().mean().item()
 
 
-def _run(experiment: Callable, name: str, d_hidden: int, steps: int, test_data: tuple[torch.Tensor, ...],
-         d_q: int, d_k: int) -> tuple[nn.Module, float, torch.Tensor]:
+def _run(
+    experiment: Callable,
+    name: str,
+    d_hidden: int,
+    steps: int,
+    test_data: tuple[torch.Tensor, ...],
+    d_q: int,
+    d_k: int,
+) -> tuple[nn.Module, float, torch.Tensor]:
     out = call(experiment, name, d_hidden, steps)
     if not isinstance(out, tuple | list) or len(out) != 2:
-        raise ExerciseError(f"{name} must return the pair (model, accuracy), got {describe(out)}")
+        raise ExerciseError(
+            f"{name} must return the pair (model, accuracy), got {describe(out)}"
+        )
     model, reported = out
     if not isinstance(model, nn.Module):
-        raise ExerciseError(f"{name} must return the trained score module first, got {describe(model)}")
+        raise ExerciseError(
+            f"{name} must return the trained score module first, got"
+            f" {describe(model)}"
+        )
     reported = expect_number(f"{name}'s accuracy", reported)
     n_parameters = sum(p.numel() for p in model.parameters())
     if n_parameters != d_hidden * (d_q + d_k + 2):
-        raise ExerciseError(f"the model that {name}({d_hidden}, {steps}) returns has {n_parameters} parameters; an "
-                            f"additive score with d_hidden = {d_hidden} has d_hidden * (d_q + d_k + 2) of them: build "
-                            "it with the hidden size you are given")
+        raise ExerciseError(
+            f"the model that {name}({d_hidden}, {steps}) returns has {n_parameters}"
+            f" parameters; an additive score with d_hidden = {d_hidden} has d_hidden"
+            " * (d_q + d_k + 2) of them: build it with the hidden size you are"
+            " given"
+        )
     measured = _accuracy(model, test_data)
     if reported > 1 and math.isclose(reported, 100 * measured, abs_tol=1e-4):
-        raise ExerciseError(f"{name} reports a percentage: report the accuracy as a fraction between 0 and 1")
+        raise ExerciseError(
+            f"{name} reports a percentage: report the accuracy as a fraction between"
+            " 0 and 1"
+        )
     if not math.isclose(reported, measured, abs_tol=1e-6):
-        raise ExerciseError(f"{name}({d_hidden}, {steps}) reports accuracy {reported:.4f}, but the model it returns "
-                            f"has accuracy {measured:.4f} on the test set: measure the model you return, on the test "
-                            "set, after training")
+        raise ExerciseError(
+            f"{name}({d_hidden}, {steps}) reports accuracy {reported:.4f}, but the"
+            f" model it returns has accuracy {measured:.4f} on the test set: measure"
+            " the model you return, on the test set, after training"
+        )
     with torch.no_grad():
         scores = model(test_data[0][:64], test_data[1][:64])
     return model, reported, scores
 
 
 @exercise_check()
-def check_hidden_units_experiment(experiment: Callable, test_data: tuple[torch.Tensor, ...],
-                                  seed: int | None = 0) -> None:
+def check_hidden_units_experiment(
+    experiment: Callable, test_data: tuple[torch.Tensor, ...], seed: int | None = 0
+) -> None:
     """Check the experiment ``experiment(d_hidden, steps) -> (model, accuracy)``.
 
-    ``experiment`` trains an additive score with ``d_hidden`` hidden units for ``steps`` steps and returns it with
-    its accuracy on ``test_data = (query (n, 1, d_q), keys (n, Tk, d_k), target (n,))``. The check runs it for a
-    few settings and verifies that the model has the hidden size asked for, was trained for the steps asked for,
-    and has the accuracy reported.
+    ``experiment`` trains an additive score with ``d_hidden`` hidden units for
+    ``steps`` steps and returns it with its accuracy on ``test_data = (query (n, 1,
+    d_q), keys (n, Tk, d_k), target (n,))``. The check runs it for a few settings and
+    verifies that the model has the hidden size asked for, was trained for the steps
+    asked for, and has the accuracy reported.
     """
     name = "hidden_units_experiment"
     gen = generator(seed)
@@ -270,7 +442,9 @@ def check_hidden_units_experiment(experiment: Callable, test_data: tuple[torch.T
     _, _, untrained = _run(experiment, name, hidden[0], 1, test_data, d_q, d_k)
     _, _, trained = _run(experiment, name, hidden[0], 30, test_data, d_q, d_k)
     if torch.allclose(untrained, trained):
-        raise ExerciseError(f"{name} returns the same model after 1 and after 30 steps: train it for `steps` steps")
+        raise ExerciseError(
+            f"{name} returns the same model after 1 and after 30 steps: train it for"
+            " `steps` steps"
+        )
     _run(experiment, name, hidden[1] + 8, 30, test_data, d_q, d_k)
     passed(name, 3)
-

@@ -1,8 +1,10 @@
-"""Checks for the chapters "Encoder-decoder RNNs and the bottleneck" and "Bahdanau attention".
+"""Checks for the chapters "Encoder-decoder RNNs and the bottleneck" and "Bahdanau
+attention".
 
-Chapter 3: the teacher-forced decoder loop, the padded sequence loss (a debugging exercise) and the reversed
-source (an experiment). Chapter 4: Bahdanau's context vector, the alignment accuracy, a greedy decoder that
-stops at ``<eos>`` (a debugging exercise) and the alignment learnt by a one- or two-directional encoder (an
+Chapter 3: the teacher-forced decoder loop, the padded sequence loss (a debugging
+exercise) and the reversed source (an experiment). Chapter 4: Bahdanau's context
+vector, the alignment accuracy, a greedy decoder that stops at ``<eos>`` (a debugging
+exercise) and the alignment learnt by a one- or two-directional encoder (an
 experiment).
 """
 
@@ -42,12 +44,15 @@ from attnlab.tasks.translation import (
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
-    return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=atol, rtol=1e-4)
+    return a.shape == b.shape and torch.allclose(
+        a.double(), b.double(), atol=atol, rtol=1e-4
+    )
 
 
 @contextmanager
 def _random_state_kept() -> Iterator[None]:
-    """Run a block (e.g. the student's training) and put Python's, NumPy's and torch's random state back."""
+    """Run a block (e.g. the student's training) and put Python's, NumPy's and
+    torch's random state back."""
     python_state, numpy_state = random.getstate(), np.random.get_state()
     with torch.random.fork_rng():
         try:
@@ -61,33 +66,44 @@ def _seed_from(gen: torch.Generator) -> int:
     return int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Chapter 3: the teacher-forced loop
 
 
 def _small_decoders() -> list[Decoder]:
-    """Three small decoders with fixed weights; the notebook's random state is left as it was."""
+    """Three small decoders with fixed weights; the notebook's random state is left
+    as it was."""
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        return [Decoder(9, 4, 6, 8).eval(), AttentionDecoder(9, 4, 6, 8).eval(),
-                Decoder(9, 4, 6, 8, cell="lstm").eval()]
+        return [
+            Decoder(9, 4, 6, 8).eval(),
+            AttentionDecoder(9, 4, 6, 8).eval(),
+            Decoder(9, 4, 6, 8, cell="lstm").eval(),
+        ]
 
 
-def _encoded(batch: int, length: int, lengths: list[int], gen: torch.Generator) -> Encoded:
+def _encoded(
+    batch: int, length: int, lengths: list[int], gen: torch.Generator
+) -> Encoded:
     mask = torch.arange(length) < torch.tensor(lengths)[:, None]
     states = torch.randn(batch, length, 8, generator=gen) * mask[..., None]
     return Encoded(states, torch.randn(batch, 8, generator=gen), mask)
 
 
-def _loop(decoder: Decoder, encoded: Encoded, targets: torch.Tensor, feed: str) -> torch.Tensor:
-    """The teacher-forced loop and its typical mistakes (``feed`` says what the next step reads)."""
+def _loop(
+    decoder: Decoder, encoded: Encoded, targets: torch.Tensor, feed: str
+) -> torch.Tensor:
+    """The teacher-forced loop and its typical mistakes (``feed`` says what the next
+    step reads)."""
     state = decoder.decode_init(encoded)
     first = decoder.decode_init(encoded)
     x = torch.full((targets.shape[0],), decoder.bos_id)
     logits = []
     for t in range(targets.shape[1]):
-        step_logits, new_state, _ = decoder.decode_step(state if feed != "no-state" else first,
-                                                        targets[:, t] if feed == "same-step" else x)
+        step_logits, new_state, _ = decoder.decode_step(
+            state if feed != "no-state" else first,
+            targets[:, t] if feed == "same-step" else x,
+        )
         state = new_state
         logits.append(step_logits)
         x = step_logits.argmax(-1) if feed == "prediction" else targets[:, t]
@@ -95,12 +111,16 @@ def _loop(decoder: Decoder, encoded: Encoded, targets: torch.Tensor, feed: str) 
 
 
 @exercise_check(DecoderBase.decode)
-def check_teacher_forcing(decode_teacher_forcing: Callable, seed: int | None = 0) -> None:
-    """Check ``decode_teacher_forcing(decoder, encoded, targets) -> logits (B, T, V)``.
+def check_teacher_forcing(
+    decode_teacher_forcing: Callable, seed: int | None = 0
+) -> None:
+    """Check ``decode_teacher_forcing(decoder, encoded, targets) -> logits (B, T,
+    V)``.
 
-    Step ``t`` must read ``<bos>`` (t = 0) or the true word ``targets[:, t-1]``, carry the state on, and the
-    logits of all steps are stacked along dimension 1. Training back-propagates through them, so the logits
-    must carry the gradient of the decoder's parameters.
+    Step ``t`` must read ``<bos>`` (t = 0) or the true word ``targets[:, t-1]``,
+    carry the state on, and the logits of all steps are stacked along dimension 1.
+    Training back-propagates through them, so the logits must carry the gradient of
+    the decoder's parameters.
     """
     name = "decode_teacher_forcing"
     gen = generator(seed)
@@ -110,110 +130,201 @@ def check_teacher_forcing(decode_teacher_forcing: Callable, seed: int | None = 0
             encoded = _encoded(batch, length, lengths, gen)
             targets = torch.randint(3, 9, (batch, steps), generator=gen)
             out = call(decode_teacher_forcing, name, decoder, encoded, targets)
-            if isinstance(out, np.ndarray) or (isinstance(out, torch.Tensor) and not out.requires_grad):
-                raise ExerciseError(f"{name}'s logits carry no gradient: the loop runs under torch.no_grad(), or "
-                                    "detaches the logits (.detach(), .numpy(), .data). This loop is what training "
-                                    "back-propagates through, so keep the gradient: no no_grad, no detach")
-            logits = expect_tensor(f"{name}'s logits", out, (batch, steps, decoder.vocab_size))
-            grads = torch.autograd.grad(out.sum(), list(decoder.parameters()), allow_unused=True)
+            if isinstance(out, np.ndarray) or (
+                isinstance(out, torch.Tensor) and not out.requires_grad
+            ):
+                raise ExerciseError(
+                    f"{name}'s logits carry no gradient: the loop runs under"
+                    " torch.no_grad(), or detaches the logits (.detach(), .numpy(),"
+                    " .data). This loop is what training back-propagates through,"
+                    " so keep the gradient: no no_grad, no detach"
+                )
+            logits = expect_tensor(
+                f"{name}'s logits", out, (batch, steps, decoder.vocab_size)
+            )
+            grads = torch.autograd.grad(
+                out.sum(), list(decoder.parameters()), allow_unused=True
+            )
             if all(g is None or not g.abs().sum() > 0 for g in grads):
-                raise ExerciseError(f"no gradient reaches the decoder's weights from {name}'s logits: compute "
-                                    "them with decoder.decode_step and do not detach them")
+                raise ExerciseError(
+                    f"no gradient reaches the decoder's weights from {name}'s"
+                    " logits: compute them with decoder.decode_step and do not"
+                    " detach them"
+                )
             with torch.no_grad():
                 reference = decoder.decode(encoded, targets=targets).logits
                 if _close(logits, reference):
                     cases += 1
                     continue
                 for feed, hint in [
-                    ("prediction", "you feed the model's own prediction back; in training, feed the true previous "
-                                   "word targets[:, t-1] (teacher forcing)"),
-                    ("same-step", "step t reads targets[:, t], the very word it has to predict; it must read the "
-                                  "previous word (<bos> at t = 0)"),
-                    ("no-state", "every step starts from the initial state; pass on the state that decode_step "
-                                 "returns"),
+                    (
+                        "prediction",
+                        (
+                            "you feed the model's own prediction back; in training,"
+                            " feed the true previous word targets[:, t-1] (teacher"
+                            " forcing)"
+                        ),
+                    ),
+                    (
+                        "same-step",
+                        (
+                            "step t reads targets[:, t], the very word it has to"
+                            " predict; it must read the previous word (<bos> at t"
+                            " = 0)"
+                        ),
+                    ),
+                    (
+                        "no-state",
+                        (
+                            "every step starts from the initial state; pass on the"
+                            " state that decode_step returns"
+                        ),
+                    ),
                 ]:
                     if _close(logits, _loop(decoder, encoded, targets, feed)):
                         raise ExerciseError(f"{name} is wrong: {hint}.")
-            expect_close(f"{name}'s logits", logits, reference,
-                         f"for a {type(decoder).__name__} on {steps} target words")
+            expect_close(
+                f"{name}'s logits",
+                logits,
+                reference,
+                f"for a {type(decoder).__name__} on {steps} target words",
+            )
     passed(name, cases)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Chapter 3: the loss over padded targets (debugging)
 
 
-def _reference_sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> torch.Tensor:
-    log_probs = torch.log_softmax(logits.double(), dim=-1).gather(-1, targets[..., None])[..., 0]
+def _reference_sequence_loss(
+    logits: torch.Tensor, targets: torch.Tensor, pad_id: int
+) -> torch.Tensor:
+    log_probs = torch.log_softmax(logits.double(), dim=-1).gather(
+        -1, targets[..., None]
+    )[..., 0]
     real = targets != pad_id
     return -(log_probs * real).sum() / real.sum()
 
 
 def _word_losses(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    return -torch.log_softmax(logits.double(), dim=-1).gather(-1, targets[..., None])[..., 0]
+    return -torch.log_softmax(logits.double(), dim=-1).gather(
+        -1, targets[..., None]
+    )[..., 0]
 
 
 @exercise_check(translation_loss)
 def check_sequence_loss(sequence_loss: Callable, seed: int | None = 0) -> None:
-    """Check ``sequence_loss(logits (B, T, V), targets (B, T), pad_id) -> loss`` (a scalar tensor).
+    """Check ``sequence_loss(logits (B, T, V), targets (B, T), pad_id) -> loss`` (a
+    scalar tensor).
 
-    The mean cross-entropy over the target positions that are not padding (``targets != pad_id``), with the
-    gradient kept for training.
+    The mean cross-entropy over the target positions that are not padding (``targets
+    != pad_id``), with the gradient kept for training.
     """
     name = "fixed_sequence_loss"
     gen = generator(seed)
-    cases = [(4, 7, 6, [7, 3, 5, 1], 0, 2.0), (3, 5, 9, [5, 5, 2], 4, 2.0), (2, 6, 5, [6, 2], 0, 1000.0)]
+    cases = [
+        (4, 7, 6, [7, 3, 5, 1], 0, 2.0),
+        (3, 5, 9, [5, 5, 2], 4, 2.0),
+        (2, 6, 5, [6, 2], 0, 1000.0),
+    ]
     for batch, steps, vocab, lengths, pad_id, scale in cases:
         what = f"for targets (B={batch}, T={steps}) with pad_id={pad_id}"
-        logits = (scale * torch.randn(batch, steps, vocab, generator=gen)).requires_grad_()
+        logits = (
+            scale * torch.randn(batch, steps, vocab, generator=gen)
+        ).requires_grad_()
         words = torch.randint(0, vocab - 1, (batch, steps), generator=gen)
-        words = words + (words >= pad_id).long()  # real words are never the padding index
+        words = (
+            words + (words >= pad_id).long()
+        )  # real words are never the padding index
         real = torch.arange(steps) < torch.tensor(lengths)[:, None]
         targets = torch.where(real, words, torch.full_like(words, pad_id))
         out = call(sequence_loss, name, logits, targets, pad_id)
         if isinstance(out, tuple | list):
-            raise ExerciseError(f"{name} must return one number, the loss, got a {type(out).__name__}")
+            raise ExerciseError(
+                f"{name} must return one number, the loss, got a"
+                f" {type(out).__name__}"
+            )
         if not isinstance(out, torch.Tensor) or not out.requires_grad:
-            raise ExerciseError(f"{name}'s loss carries no gradient (.item(), float(), .detach() or "
-                                "torch.no_grad()): training calls loss.backward(), so return the tensor")
-        value = expect_number(name, out) if torch.isfinite(out.detach()).all() else float("nan")
+            raise ExerciseError(
+                f"{name}'s loss carries no gradient (.item(), float(), .detach() or"
+                " torch.no_grad()): training calls loss.backward(), so return the"
+                " tensor"
+            )
+        value = (
+            expect_number(name, out)
+            if torch.isfinite(out.detach()).all()
+            else float("nan")
+        )
         if value != value:
-            raise ExerciseError(f"{name} returned NaN or infinity for logits of size about {scale:g}: take the "
-                                "log-probabilities with torch.log_softmax (or F.cross_entropy), not "
-                                "log(softmax(...)), which overflows and underflows")
+            raise ExerciseError(
+                f"{name} returned NaN or infinity for logits of size about"
+                f" {scale:g}: take the log-probabilities with torch.log_softmax (or"
+                " F.cross_entropy), not log(softmax(...)), which overflows and"
+                " underflows"
+            )
         expected = _reference_sequence_loss(logits.detach(), targets, pad_id).item()
         if abs(value - expected) <= 1e-5 * max(1.0, abs(expected)):
             continue
         losses = _word_losses(logits.detach(), targets)
         real_words = targets != pad_id
         wrong = [
-            (losses.mean(), "you average over every position, padding included: leave out the positions where "
-                            "targets == pad_id (their words are not part of any sentence)"),
-            ((losses * real_words).sum() / losses.numel(), "you divide by the number of all positions, padding "
-                                                           "included: divide by the number of real target words"),
-            ((losses * real_words).sum(), "you return the sum over the words: the loss is their mean, so that it "
-                                          "does not grow with the batch"),
-            (((losses * real_words).sum(1) / real_words.sum(1)).mean(),
-             "you average each sentence first and then the sentences: average over all real target words of "
-             "the batch, so that every word counts the same"),
-            (losses[targets != 0].mean(), "you treat index 0 as padding: use the pad_id argument"),
+            (
+                losses.mean(),
+                (
+                    "you average over every position, padding included: leave out"
+                    " the positions where targets == pad_id (their words are not"
+                    " part of any sentence)"
+                ),
+            ),
+            (
+                (losses * real_words).sum() / losses.numel(),
+                (
+                    "you divide by the number of all positions, padding "
+                    "included: divide by the number of real target words"
+                ),
+            ),
+            (
+                (losses * real_words).sum(),
+                (
+                    "you return the sum over the words: the loss is their mean, so"
+                    " that it does not grow with the batch"
+                ),
+            ),
+            (
+                ((losses * real_words).sum(1) / real_words.sum(1)).mean(),
+                (
+                    "you average each sentence first and then the sentences: average"
+                    " over all real target words of the batch, so that every word"
+                    " counts the same"
+                ),
+            ),
+            (
+                losses[targets != 0].mean(),
+                "you treat index 0 as padding: use the pad_id argument",
+            ),
         ]
         for candidate, hint in wrong:
-            if abs(value - candidate.item()) <= 1e-5 * max(1.0, abs(candidate.item())):
+            if abs(value - candidate.item()) <= 1e-5 * max(
+                1.0, abs(candidate.item())
+            ):
                 raise ExerciseError(f"{name} is wrong {what}: {hint}.")
-        raise ExerciseError(f"{name} is wrong {what}: it differs by {abs(value - expected):.3g} from the mean "
-                            "cross-entropy over the real target words")
+        raise ExerciseError(
+            f"{name} is wrong {what}: it differs by {abs(value - expected):.3g} from"
+            " the mean cross-entropy over the real target words"
+        )
     passed(name, len(cases))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Chapter 3: the reversed source (experiment)
 
 
 def _reversed_source(batch: TranslationBatch) -> TranslationBatch:
     lengths = batch.src_mask.sum(-1, keepdim=True)
     index = (lengths - 1 - torch.arange(batch.src.shape[1])).clamp(min=0)
-    return replace(batch, src=torch.where(batch.src_mask, batch.src.gather(1, index), batch.src))
+    return replace(
+        batch, src=torch.where(batch.src_mask, batch.src.gather(1, index), batch.src)
+    )
 
 
 def _test_loss(model: Seq2Seq, batch: TranslationBatch) -> float:
@@ -223,32 +334,44 @@ def _test_loss(model: Seq2Seq, batch: TranslationBatch) -> float:
 
 
 def _unpack_run(name: str, out: Any, steps: int) -> tuple[Seq2Seq, Any, float]:
-    """``(model, history, number)`` from an experiment's answer, with a useful message when it is not that."""
+    """``(model, history, number)`` from an experiment's answer, with a useful
+    message when it is not that."""
     if not isinstance(out, tuple | list) or len(out) != 3:
-        raise ExerciseError(f"{name} must return the triple (model, history, measurement), got "
-                            f"{type(out).__name__}{f' of {len(out)}' if isinstance(out, tuple | list) else ''}")
+        size = f" of {len(out)}" if isinstance(out, tuple | list) else ""
+        raise ExerciseError(
+            f"{name} must return the triple (model, history, measurement), got "
+            f"{type(out).__name__}{size}"
+        )
     model, history, measured = out
     if not isinstance(model, Seq2Seq):
-        raise ExerciseError(f"the first thing {name} returns must be the trained model (a Seq2Seq from "
-                            f"translation_model), got {type(model).__name__}")
+        raise ExerciseError(
+            f"the first thing {name} returns must be the trained model (a Seq2Seq"
+            f" from translation_model), got {type(model).__name__}"
+        )
     loss = getattr(history, "loss", None)
     if not isinstance(loss, list):
-        raise ExerciseError(f"the second thing {name} returns must be the History that train_translation "
-                            f"returns, got {type(history).__name__}")
+        raise ExerciseError(
+            f"the second thing {name} returns must be the History that"
+            f" train_translation returns, got {type(history).__name__}"
+        )
     if len(loss) != steps:
-        raise ExerciseError(f"{name} was asked for {steps} training steps but its history has {len(loss)}: train "
-                            "for exactly `steps` steps")
+        raise ExerciseError(
+            f"{name} was asked for {steps} training steps but its history has"
+            f" {len(loss)}: train for exactly `steps` steps"
+        )
     return model, history, expect_number(f"{name}'s measurement", measured)
 
 
 @exercise_check()
 def check_source_reversal(reversal_run: Callable, seed: int | None = 0) -> None:
-    """Check ``reversal_run(reverse, steps, test_batch) -> (model, history, test_loss)``.
+    """Check ``reversal_run(reverse, steps, test_batch) -> (model, history,
+    test_loss)``.
 
-    The model is a one-directional encoder-decoder without attention, trained for ``steps`` steps on sources
-    given backwards (``reverse=True``) or as they are; ``test_loss`` is its teacher-forced cross-entropy per
-    target word on ``test_batch``, whose sources it reads the way it was trained. The check runs two short
-    trainings and measures the returned models itself.
+    The model is a one-directional encoder-decoder without attention, trained for
+    ``steps`` steps on sources given backwards (``reverse=True``) or as they are;
+    ``test_loss`` is its teacher-forced cross-entropy per target word on
+    ``test_batch``, whose sources it reads the way it was trained. The check runs two
+    short trainings and measures the returned models itself.
     """
     name = "reversal_run"
     gen = generator(seed)
@@ -258,42 +381,82 @@ def check_source_reversal(reversal_run: Callable, seed: int | None = 0) -> None:
         given = copy.deepcopy(test_batch)
         with _random_state_kept():
             out = call(reversal_run, name, reverse, steps, given)
-        if not torch.equal(given.src, test_batch.src) or not torch.equal(given.tgt, test_batch.tgt):
-            raise ExerciseError(f"{name} changed test_batch in place: build a new batch with the reversed "
-                                "source (e.g. dataclasses.replace(batch, src=...)) and leave the given one alone")
+        if not torch.equal(given.src, test_batch.src) or not torch.equal(
+            given.tgt, test_batch.tgt
+        ):
+            raise ExerciseError(
+                f"{name} changed test_batch in place: build a new batch with the"
+                " reversed source (e.g. dataclasses.replace(batch, src=...)) and"
+                " leave the given one alone"
+            )
         model, history, measured = _unpack_run(name, out, steps)
         what = f"with reverse={reverse}"
         if model.encoder.bidirectional:
-            raise ExerciseError(f"{name} trains a bidirectional encoder {what}: the experiment is about a "
-                                "one-directional encoder (bidirectional=False), the only one for which the order "
-                                "of reading matters")
-        if isinstance(model.decoder, AttentionDecoder) or not isinstance(model.decoder, Decoder):
-            raise ExerciseError(f"{name} trains a model with attention {what}: use the plain encoder-decoder of "
-                                "this chapter (attention=False)")
-        expected = _test_loss(model, _reversed_source(test_batch) if reverse else test_batch)
+            raise ExerciseError(
+                f"{name} trains a bidirectional encoder {what}: the experiment is"
+                " about a one-directional encoder (bidirectional=False), the only"
+                " one for which the order of reading matters"
+            )
+        if isinstance(model.decoder, AttentionDecoder) or not isinstance(
+            model.decoder, Decoder
+        ):
+            raise ExerciseError(
+                f"{name} trains a model with attention {what}: use the plain"
+                " encoder-decoder of this chapter (attention=False)"
+            )
+        expected = _test_loss(
+            model, _reversed_source(test_batch) if reverse else test_batch
+        )
         if abs(measured - expected) <= 1e-4 * max(1.0, abs(expected)):
             continue
-        other = _test_loss(model, test_batch if reverse else _reversed_source(test_batch))
+        other = _test_loss(
+            model, test_batch if reverse else _reversed_source(test_batch)
+        )
         if abs(measured - other) <= 1e-4 * max(1.0, abs(other)):
-            hint = ("the test sentences were given to the model in their original order although it was "
-                    "trained on reversed sources: reverse the test sources too" if reverse else
-                    "you reverse the sources although reverse=False: reverse them only when asked")
+            hint = (
+                "the test sentences were given to the model in their original order"
+                " although it was trained on reversed sources: reverse the test"
+                " sources too"
+                if reverse
+                else (
+                    "you reverse the sources although reverse=False: reverse them"
+                    " only when asked"
+                )
+            )
             raise ExerciseError(f"{name}'s test loss is wrong {what}: {hint}.")
-        if history.loss and abs(measured - history.loss[-1]) <= 1e-6 * max(1.0, abs(measured)):
-            raise ExerciseError(f"{name} returns the loss of the last training batch {what}: measure the returned "
-                                "model on test_batch")
-        both = _test_loss(model, replace(_reversed_source(test_batch), tgt=_reversed_source(
-            replace(test_batch, src=test_batch.tgt, src_mask=test_batch.tgt_mask)).src))
+        if history.loss and abs(measured - history.loss[-1]) <= 1e-6 * max(
+            1.0, abs(measured)
+        ):
+            raise ExerciseError(
+                f"{name} returns the loss of the last training batch {what}: measure"
+                " the returned model on test_batch"
+            )
+        both = _test_loss(
+            model,
+            replace(
+                _reversed_source(test_batch),
+                tgt=_reversed_source(
+                    replace(
+                        test_batch, src=test_batch.tgt, src_mask=test_batch.tgt_mask
+                    )
+                ).src,
+            ),
+        )
         if reverse and abs(measured - both) <= 1e-4 * max(1.0, abs(both)):
-            raise ExerciseError(f"{name} reverses the targets as well {what}: reverse the source only, the "
-                                "translation is still written from its first word")
-        raise ExerciseError(f"{name}'s test loss is wrong {what}: it differs by {abs(measured - expected):.3g} "
-                            "from the teacher-forced cross-entropy per target word of the returned model on "
-                            "test_batch (sources reversed when reverse=True)")
+            raise ExerciseError(
+                f"{name} reverses the targets as well {what}: reverse the source"
+                " only, the translation is still written from its first word"
+            )
+        raise ExerciseError(
+            f"{name}'s test loss is wrong {what}: it differs by"
+            f" {abs(measured - expected):.3g} from the teacher-forced cross-entropy"
+            " per target word of the returned model on test_batch (sources reversed"
+            " when reverse=True)"
+        )
     passed(name, 2)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Chapter 4: the Bahdanau context vector
 
 
@@ -307,120 +470,207 @@ def _reference_context(query, states, mask, w_q, w_k, v, use_mask=True):
 
 @exercise_check(AdditiveScore.forward, AttentionDecoder.attention, attend)
 def check_bahdanau_context(bahdanau_context: Callable, seed: int | None = 0) -> None:
-    """Check ``bahdanau_context(query (B, d_q), states (B, S, d_k), mask (B, S), W_q, W_k, v)``.
+    """Check ``bahdanau_context(query (B, d_q), states (B, S, d_k), mask (B, S), W_q,
+    W_k, v)``.
 
-    It must return ``(context (B, d_k), weights (B, S))`` with scores ``v^T tanh(W_q q + W_k h_j)``, a softmax
-    over the real source positions (``mask`` True) and the weighted average of the encoder states.
+    It must return ``(context (B, d_k), weights (B, S))`` with scores ``v^T tanh(W_q
+    q + W_k h_j)``, a softmax over the real source positions (``mask`` True) and the
+    weighted average of the encoder states.
     """
     name = "bahdanau_context"
     gen = generator(seed)
     cases = 0
-    for batch, length, lengths, d_q, d_k, d_a, v_scale in [(3, 6, [6, 2, 4], 5, 4, 3, 1.0),
-                                                           (2, 4, [4, 3], 6, 6, 7, 1.0),
-                                                           (1, 5, [1], 2, 2, 2, 1.0),
-                                                           (2, 5, [5, 3], 3, 4, 6, 1000.0)]:
-        what = f"for d_q={d_q}, d_k={d_k}, d_a={d_a}" + (" and a v of size about 1000" if v_scale > 1 else "")
+    for batch, length, lengths, d_q, d_k, d_a, v_scale in [
+        (3, 6, [6, 2, 4], 5, 4, 3, 1.0),
+        (2, 4, [4, 3], 6, 6, 7, 1.0),
+        (1, 5, [1], 2, 2, 2, 1.0),
+        (2, 5, [5, 3], 3, 4, 6, 1000.0),
+    ]:
+        what = f"for d_q={d_q}, d_k={d_k}, d_a={d_a}" + (
+            " and a v of size about 1000" if v_scale > 1 else ""
+        )
         query = torch.randn(batch, d_q, generator=gen)
         mask = torch.arange(length) < torch.tensor(lengths)[:, None]
         states = torch.randn(batch, length, d_k, generator=gen)
-        w_q, w_k = torch.randn(d_a, d_q, generator=gen), torch.randn(d_a, d_k, generator=gen)
+        w_q, w_k = (
+            torch.randn(d_a, d_q, generator=gen),
+            torch.randn(d_a, d_k, generator=gen),
+        )
         v = v_scale * torch.randn(d_a, generator=gen)
         out = call(bahdanau_context, name, query, states, mask, w_q, w_k, v)
         if isinstance(out, torch.Tensor | np.ndarray):
-            raise ExerciseError(f"{name} returned one tensor of shape {tuple(out.shape)}: return the pair "
-                                "(context, weights); the decoder reads the first, the heatmaps show the second")
+            raise ExerciseError(
+                f"{name} returned one tensor of shape {tuple(out.shape)}: return the"
+                " pair (context, weights); the decoder reads the first, the"
+                " heatmaps show the second"
+            )
         if not (isinstance(out, tuple | list) and len(out) == 2):
-            raise ExerciseError(f"{name} must return a pair (context, weights), got {type(out).__name__}")
-        shapes = [tuple(x.shape) if isinstance(x, torch.Tensor | np.ndarray) else None for x in out]
+            raise ExerciseError(
+                f"{name} must return a pair (context, weights), got"
+                f" {type(out).__name__}"
+            )
+        shapes = [
+            tuple(x.shape) if isinstance(x, torch.Tensor | np.ndarray) else None
+            for x in out
+        ]
         if shapes == [(batch, length), (batch, d_k)]:
-            raise ExerciseError(f"{name} returns (weights, context): return them in the order (context, weights)")
+            raise ExerciseError(
+                f"{name} returns (weights, context): return them in the order"
+                " (context, weights)"
+            )
         for x in out:
-            if isinstance(x, torch.Tensor | np.ndarray) and not np.isfinite(np.asarray(
-                    x.detach() if isinstance(x, torch.Tensor) else x, dtype=np.float64)).all():
-                raise ExerciseError(f"{name} returned NaN or infinite values {what}: a softmax written as "
-                                    "exp(e) / sum(exp(e)) overflows on large scores; subtract the largest score "
-                                    "first, or use torch.softmax (masked positions at -inf are fine there)")
+            if (
+                isinstance(x, torch.Tensor | np.ndarray)
+                and not np.isfinite(
+                    np.asarray(
+                        x.detach() if isinstance(x, torch.Tensor) else x,
+                        dtype=np.float64,
+                    )
+                ).all()
+            ):
+                raise ExerciseError(
+                    f"{name} returned NaN or infinite values {what}: a softmax"
+                    " written as exp(e) / sum(exp(e)) overflows on large scores;"
+                    " subtract the largest score first, or use torch.softmax"
+                    " (masked positions at -inf are fine there)"
+                )
         weights = expect_tensor(f"{name}'s weights", out[1], (batch, length))
         context = expect_tensor(f"{name}'s context", out[0], (batch, d_k))
-        ref_context, ref_weights = _reference_context(query, states, mask, w_q, w_k, v)
+        ref_context, ref_weights = _reference_context(
+            query, states, mask, w_q, w_k, v
+        )
         if (weights[~mask].abs() > 1e-6).any():
-            raise ExerciseError("padded source positions (mask False) get attention: set their scores to -inf "
-                                "before the softmax")
+            raise ExerciseError(
+                "padded source positions (mask False) get attention: set their"
+                " scores to -inf before the softmax"
+            )
         if not torch.allclose(weights.sum(-1), torch.ones(batch), atol=1e-5):
-            unmasked = _reference_context(query, states, mask, w_q, w_k, v, use_mask=False)[1]
+            unmasked = _reference_context(
+                query, states, mask, w_q, w_k, v, use_mask=False
+            )[1]
             if _close(weights, unmasked * mask):
-                raise ExerciseError("you zero the padded positions after the softmax, so the weights of a query no "
-                                    "longer sum to 1: mask the scores (set them to -inf) before the softmax")
-            raise ExerciseError("the weights of a query do not sum to 1: take the softmax over the source "
-                                "positions (the last dimension)")
+                raise ExerciseError(
+                    "you zero the padded positions after the softmax, so the weights"
+                    " of a query no longer sum to 1: mask the scores (set them to"
+                    " -inf) before the softmax"
+                )
+            raise ExerciseError(
+                "the weights of a query do not sum to 1: take the softmax over the"
+                " source positions (the last dimension)"
+            )
         if d_q == d_k and not _close(weights, ref_weights):
-            dot = torch.softmax((states @ query[:, :, None])[..., 0].masked_fill(~mask, -torch.inf), dim=-1)
+            dot = torch.softmax(
+                (states @ query[:, :, None])[..., 0].masked_fill(~mask, -torch.inf),
+                dim=-1,
+            )
             if _close(weights, dot):
-                raise ExerciseError("these are dot-product weights; Bahdanau's score is v^T tanh(W_q q + W_k h_j)")
+                raise ExerciseError(
+                    "these are dot-product weights; Bahdanau's score is v^T tanh(W_q"
+                    " q + W_k h_j)"
+                )
         expect_close(f"{name}'s weights", weights, ref_weights, what)
-        expect_close(f"{name}'s context", context, ref_context,
-                     "although the weights are right: return the weighted average sum_j alpha_j h_j")
+        expect_close(
+            f"{name}'s context",
+            context,
+            ref_context,
+            "although the weights are right: return the weighted average sum_j"
+            " alpha_j h_j",
+        )
         cases += 1
     passed(name, cases)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Chapter 4: alignment accuracy
 
 
-def _reference_alignment_accuracy(weights: torch.Tensor, alignment: torch.Tensor) -> float:
+def _reference_alignment_accuracy(
+    weights: torch.Tensor, alignment: torch.Tensor
+) -> float:
     counted = alignment >= 0
-    return ((weights.argmax(-1) == alignment) & counted).sum().item() / counted.sum().item()
+    return (
+        (weights.argmax(-1) == alignment) & counted
+    ).sum().item() / counted.sum().item()
 
 
 @exercise_check(metrics.alignment_accuracy)
-def check_alignment_accuracy(alignment_accuracy: Callable, seed: int | None = 0) -> None:
+def check_alignment_accuracy(
+    alignment_accuracy: Callable, seed: int | None = 0
+) -> None:
     """Check ``alignment_accuracy(weights (B, T, S), alignment (B, T)) -> float``.
 
-    The share of target words (alignment >= 0; -1 marks ``<eos>`` and padding) whose most-attended source
-    position is the true one. A Python float, a NumPy number or a one-element tensor is accepted.
+    The share of target words (alignment >= 0; -1 marks ``<eos>`` and padding) whose
+    most-attended source position is the true one. A Python float, a NumPy number or
+    a one-element tensor is accepted.
     """
     name = "alignment_accuracy"
     gen = generator(seed)
-    hand = torch.tensor([[[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]],
-                         [[0.2, 0.8, 0.0], [0.9, 0.1, 0.0], [1.0, 0.0, 0.0]]])
-    cases = [(hand, torch.tensor([[0, 1, -1], [1, 0, 0]]), "on a small hand-made case")]
+    hand = torch.tensor(
+        [
+            [[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]],
+            [[0.2, 0.8, 0.0], [0.9, 0.1, 0.0], [1.0, 0.0, 0.0]],
+        ]
+    )
+    cases = [
+        (hand, torch.tensor([[0, 1, -1], [1, 0, 0]]), "on a small hand-made case")
+    ]
     for batch, steps, length in [(4, 6, 5), (2, 9, 3), (1, 4, 7)]:
-        weights = torch.softmax(3 * torch.randn(batch, steps, length, generator=gen), -1)
-        alignment = torch.where(torch.rand(batch, steps, generator=gen) < 0.7,
-                                weights.argmax(-1), torch.randint(0, length, (batch, steps), generator=gen))
+        weights = torch.softmax(
+            3 * torch.randn(batch, steps, length, generator=gen), -1
+        )
+        alignment = torch.where(
+            torch.rand(batch, steps, generator=gen) < 0.7,
+            weights.argmax(-1),
+            torch.randint(0, length, (batch, steps), generator=gen),
+        )
         alignment[:, -2:] = -1
         alignment[0, 0] = int(weights[0, 0].argmax())  # at least one hit
         alignment[-1, 1] = int(weights[-1, 1].argmin())  # and one miss
-        cases.append((weights, alignment, f"for weights of shape {tuple(weights.shape)}"))
+        cases.append(
+            (weights, alignment, f"for weights of shape {tuple(weights.shape)}")
+        )
     for weights, alignment, what in cases:
-        value = expect_number(name, call(alignment_accuracy, name, weights, alignment))
+        value = expect_number(
+            name, call(alignment_accuracy, name, weights, alignment)
+        )
         expected = _reference_alignment_accuracy(weights, alignment)
         if abs(value - expected) <= 1e-6:
             continue
         counted = alignment >= 0
         hits = ((weights.argmax(-1) == alignment) & counted).sum().item()
         if abs(value - hits / alignment.numel()) < 1e-6:
-            raise ExerciseError("you divide by every position, <eos> and padding included: count only the target "
-                                "words whose alignment is >= 0")
+            raise ExerciseError(
+                "you divide by every position, <eos> and padding included: count"
+                " only the target words whose alignment is >= 0"
+            )
         if abs(value - hits) < 1e-6:
-            raise ExerciseError("you return the number of hits: divide by the number of target words")
+            raise ExerciseError(
+                "you return the number of hits: divide by the number of target words"
+            )
         if abs(value - 100 * expected) < 1e-4:
-            raise ExerciseError("you return a percentage: return the share, a number between 0 and 1")
+            raise ExerciseError(
+                "you return a percentage: return the share, a number between 0 and 1"
+            )
         if abs(value - (1 - expected)) < 1e-6:
-            raise ExerciseError("you return the share of misses: count the words whose peak IS the true position")
-        raise ExerciseError(f"{name} is wrong {what} (difference {abs(value - expected):.3g}): take the argmax "
-                            "over the source positions (the last dimension) and compare it with the alignment "
-                            "where the alignment is >= 0")
+            raise ExerciseError(
+                "you return the share of misses: count the words whose peak IS the"
+                " true position"
+            )
+        raise ExerciseError(
+            f"{name} is wrong {what} (difference {abs(value - expected):.3g}): take"
+            " the argmax over the source positions (the last dimension) and compare"
+            " it with the alignment where the alignment is >= 0"
+        )
     passed(name, len(cases))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Chapter 4: greedy decoding that stops at <eos> (debugging)
 
 
 class _ScriptedDecoder(DecoderBase):
-    """A decoder whose row ``b`` writes ``script[b, t]`` at step ``t`` whatever it reads (to test stopping)."""
+    """A decoder whose row ``b`` writes ``script[b, t]`` at step ``t`` whatever it
+    reads (to test stopping)."""
 
     def __init__(self, script: torch.Tensor) -> None:
         super().__init__(7, pad_id=0, bos_id=1, eos_id=2)
@@ -428,18 +678,29 @@ class _ScriptedDecoder(DecoderBase):
 
     def decode_init(self, encoded: Encoded) -> dict[str, torch.Tensor]:
         batch = encoded.states.shape[0]
-        return {"row": torch.arange(batch), "t": torch.zeros(batch, dtype=torch.long)}
+        return {
+            "row": torch.arange(batch),
+            "t": torch.zeros(batch, dtype=torch.long),
+        }
 
-    def decode_step(self, state: dict[str, torch.Tensor], x: torch.Tensor) -> tuple[torch.Tensor, dict, None]:
+    def decode_step(
+        self, state: dict[str, torch.Tensor], x: torch.Tensor
+    ) -> tuple[torch.Tensor, dict, None]:
         t = state["t"].clamp(max=self.script.shape[1] - 1)
-        logits = 5.0 * F.one_hot(self.script[state["row"], t], self.vocab_size).float()
+        logits = (
+            5.0 * F.one_hot(self.script[state["row"], t], self.vocab_size).float()
+        )
         return logits, {**state, "t": state["t"] + 1}, None
 
 
 def _scripted(rows: list[list[int]]) -> tuple[_ScriptedDecoder, Encoded]:
     script = torch.tensor(rows)
     batch = script.shape[0]
-    encoded = Encoded(torch.zeros(batch, 1, 1), torch.zeros(batch, 1), torch.ones(batch, 1, dtype=torch.bool))
+    encoded = Encoded(
+        torch.zeros(batch, 1, 1),
+        torch.zeros(batch, 1),
+        torch.ones(batch, 1, dtype=torch.bool),
+    )
     return _ScriptedDecoder(script), encoded
 
 
@@ -447,72 +708,136 @@ def _scripted(rows: list[list[int]]) -> tuple[_ScriptedDecoder, Encoded]:
 def check_greedy_decode(greedy_decode: Callable, seed: int | None = 0) -> None:
     """Check ``greedy_decode(decoder, encoded, max_len) -> tokens (B, T)``.
 
-    Greedy decoding that feeds back each chosen word, stops once every row has produced ``<eos>`` (or after
-    ``max_len`` steps), and writes ``pad_id`` after each row's first ``<eos>`` (the ``<eos>`` itself stays).
+    Greedy decoding that feeds back each chosen word, stops once every row has
+    produced ``<eos>`` (or after ``max_len`` steps), and writes ``pad_id`` after each
+    row's first ``<eos>`` (the ``<eos>`` itself stays).
     """
     name = "fixed_greedy"
     gen = generator(seed)
     shift = int(torch.randint(0, 3, (1,), generator=gen))
     cases: list[tuple[DecoderBase, Encoded, int, str]] = []
-    for rows, max_len in [([[3, 4, 2, 5, 6, 2, 3, 4], [3, 3, 3, 4, 2, 5, 5, 5], [4, 5, 6, 2, 2, 3, 3, 3]], 8),
-                          ([[5, 2, 3, 4, 5, 6], [3, 4, 5, 6, 3, 4]], 5)]:
-        rows = [row[:1] * shift + row for row in rows]  # the sentences end a few steps later
+    for rows, max_len in [
+        (
+            [
+                [3, 4, 2, 5, 6, 2, 3, 4],
+                [3, 3, 3, 4, 2, 5, 5, 5],
+                [4, 5, 6, 2, 2, 3, 3, 3],
+            ],
+            8,
+        ),
+        ([[5, 2, 3, 4, 5, 6], [3, 4, 5, 6, 3, 4]], 5),
+    ]:
+        rows = [
+            row[:1] * shift + row for row in rows
+        ]  # the sentences end a few steps later
         decoder, encoded = _scripted(rows)
-        cases.append((decoder, encoded, max_len + shift, f"for sentences that end at different steps (max_len="
-                                                         f"{max_len + shift})"))
+        cases.append(
+            (
+                decoder,
+                encoded,
+                max_len + shift,
+                (
+                    "for sentences that end at different steps (max_len="
+                    f"{max_len + shift})"
+                ),
+            )
+        )
     for decoder in _small_decoders()[:2]:
         encoded = _encoded(4, 5, [5, 2, 4, 3], gen)
-        cases.append((decoder, encoded, 7, f"for a {type(decoder).__name__} (the next word depends on the last)"))
+        cases.append(
+            (
+                decoder,
+                encoded,
+                7,
+                (
+                    f"for a {type(decoder).__name__} (the next word depends on the"
+                    " last)"
+                ),
+            )
+        )
     for decoder, encoded, max_len, what in cases:
         with torch.no_grad():
             reference = decoder.decode(encoded, max_len=max_len).tokens
             out = call(greedy_decode, name, decoder, encoded, max_len)
         if isinstance(out, tuple | list):
-            raise ExerciseError(f"{name} must return the tokens (B, T) only, got a {type(out).__name__}")
-        if not isinstance(out, torch.Tensor | np.ndarray) or out.ndim != 2 or out.shape[0] != reference.shape[0]:
-            raise ExerciseError(f"{name} must return a tensor of words (B, T) with B = {reference.shape[0]}, got "
-                                f"{tuple(out.shape) if hasattr(out, 'shape') else type(out).__name__}")
-        tokens = torch.as_tensor(np.asarray(out)).long() if isinstance(out, np.ndarray) else out.detach().long()
+            raise ExerciseError(
+                f"{name} must return the tokens (B, T) only, got a"
+                f" {type(out).__name__}"
+            )
+        if (
+            not isinstance(out, torch.Tensor | np.ndarray)
+            or out.ndim != 2
+            or out.shape[0] != reference.shape[0]
+        ):
+            got = tuple(out.shape) if hasattr(out, "shape") else type(out).__name__
+            raise ExerciseError(
+                f"{name} must return a tensor of words (B, T) with B ="
+                f" {reference.shape[0]}, got {got}"
+            )
+        tokens = (
+            torch.as_tensor(np.asarray(out)).long()
+            if isinstance(out, np.ndarray)
+            else out.detach().long()
+        )
         steps, wanted = tokens.shape[1], reference.shape[1]
         if steps > wanted:
-            raise ExerciseError(f"{name} runs {steps} steps {what}, although every sentence had ended after "
-                                f"fewer: stop the loop once every row has produced <eos>")
+            raise ExerciseError(
+                f"{name} runs {steps} steps {what}, although every sentence had"
+                " ended after fewer: stop the loop once every row has produced"
+                " <eos>"
+            )
         if steps < wanted:
             ended = (tokens == decoder.eos_id).any(-1)
-            hint = ("it stops as soon as one sentence has ended, cutting the others off: stop only once EVERY row "
-                    "has produced <eos>" if ended.any() and not ended.all() else
-                    "run until every row has produced <eos>, or max_len steps")
-            raise ExerciseError(f"{name} returns {steps} words per row {what}, too few: {hint}")
+            hint = (
+                "it stops as soon as one sentence has ended, cutting the others off:"
+                " stop only once EVERY row has produced <eos>"
+                if ended.any() and not ended.all()
+                else "run until every row has produced <eos>, or max_len steps"
+            )
+            raise ExerciseError(
+                f"{name} returns {steps} words per row {what}, too few: {hint}"
+            )
         if torch.equal(tokens, reference):
             continue
         is_eos = (reference == decoder.eos_id).long()
         after = (is_eos.cumsum(1) - is_eos) > 0
         if torch.equal(tokens[~after], reference[~after]):
             if (tokens[after] != decoder.pad_id).any():
-                raise ExerciseError(f"{name} keeps words after a row's first <eos> {what}: replace them with "
-                                    "decoder.pad_id")
-        if torch.equal(tokens[~after & (reference != decoder.eos_id)], reference[~after & (reference !=
-                                                                                              decoder.eos_id)]):
-            raise ExerciseError(f"{name} loses the <eos> of a row {what}: keep the <eos> itself and pad only "
-                                "the words after it")
-        raise ExerciseError(f"{name} writes other words than greedy decoding {what}: at each step feed back the "
-                            "word chosen at the step before (decoder.choose(logits).argmax(-1)), starting from "
-                            "<bos>, and carry the state on")
+                raise ExerciseError(
+                    f"{name} keeps words after a row's first <eos> {what}: replace"
+                    " them with decoder.pad_id"
+                )
+        if torch.equal(
+            tokens[~after & (reference != decoder.eos_id)],
+            reference[~after & (reference != decoder.eos_id)],
+        ):
+            raise ExerciseError(
+                f"{name} loses the <eos> of a row {what}: keep the <eos> itself and"
+                " pad only the words after it"
+            )
+        raise ExerciseError(
+            f"{name} writes other words than greedy decoding {what}: at each step"
+            " feed back the word chosen at the step before"
+            " (decoder.choose(logits).argmax(-1)), starting from <bos>, and carry"
+            " the state on"
+        )
     passed(name, len(cases))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# -----------------------------------------------------------------------------------
 # Chapter 4: the alignment learnt with one or two directions (experiment)
 
 
 @exercise_check()
 def check_alignment_run(alignment_run: Callable, seed: int | None = 0) -> None:
-    """Check ``alignment_run(bidirectional, steps, test_examples) -> (model, history, alignment accuracy)``.
+    """Check ``alignment_run(bidirectional, steps, test_examples) -> (model, history,
+    alignment accuracy)``.
 
-    The model is an attention model (``translation_model(attention=True, ...)``) whose encoder reads in both
-    directions or in one, trained for ``steps`` steps; the accuracy is the share of target words of
-    ``test_examples`` whose teacher-forced attention peaks on the aligned source word. The check runs two short
-    trainings and measures the returned models itself.
+    The model is an attention model (``translation_model(attention=True, ...)``)
+    whose encoder reads in both directions or in one, trained for ``steps`` steps;
+    the accuracy is the share of target words of ``test_examples`` whose
+    teacher-forced attention peaks on the aligned source word. The check runs two
+    short trainings and measures the returned models itself.
     """
     name = "alignment_run"
     gen = generator(seed)
@@ -525,31 +850,66 @@ def check_alignment_run(alignment_run: Callable, seed: int | None = 0) -> None:
             out = call(alignment_run, name, bidirectional, steps, given)
         model, history, measured = _unpack_run(name, out, steps)
         if not isinstance(model.decoder, AttentionDecoder):
-            raise ExerciseError(f"{name} trains a model without attention {what}: the experiment measures where "
-                                "the attention looks (attention=True)")
+            raise ExerciseError(
+                f"{name} trains a model without attention {what}: the experiment"
+                " measures where the attention looks (attention=True)"
+            )
         if model.encoder.bidirectional != bidirectional:
-            kind = "bidirectional" if model.encoder.bidirectional else "one-directional"
-            raise ExerciseError(f"{name} returns a model with a {kind} encoder {what}: pass the setting on to "
-                                "translation_model")
+            kind = (
+                "bidirectional" if model.encoder.bidirectional else "one-directional"
+            )
+            raise ExerciseError(
+                f"{name} returns a model with a {kind} encoder {what}: pass the"
+                " setting on to translation_model"
+            )
         if not 0.0 <= measured <= 1.0:
-            raise ExerciseError(f"{name} returns {measured:.4g} {what}, not a share between 0 and 1")
+            raise ExerciseError(
+                f"{name} returns {measured:.4g} {what}, not a share between 0 and 1"
+            )
         with torch.no_grad(), _random_state_kept():
             maps, expected = attention_maps(model, test_examples)
         if abs(measured - expected) <= 1e-6:
             continue
-        if history.evals and abs(measured - history.evals[-1].get("val_accuracy", -1.0)) <= 1e-6:
-            raise ExerciseError(f"{name} returns the validation word accuracy of the history {what}: measure the "
-                                "alignment accuracy, where the attention peaks, on test_examples")
-        per_sentence = float(np.mean([(w.argmax(-1) == torch.tensor(e.alignment)).double().mean().item()
-                                      for w, e in zip(maps, test_examples, strict=True)]))
+        if (
+            history.evals
+            and abs(measured - history.evals[-1].get("val_accuracy", -1.0)) <= 1e-6
+        ):
+            raise ExerciseError(
+                f"{name} returns the validation word accuracy of the history {what}:"
+                " measure the alignment accuracy, where the attention peaks, on"
+                " test_examples"
+            )
+        per_sentence = float(
+            np.mean(
+                [
+                    (w.argmax(-1) == torch.tensor(e.alignment))
+                    .double()
+                    .mean()
+                    .item()
+                    for w, e in zip(maps, test_examples, strict=True)
+                ]
+            )
+        )
         if abs(measured - per_sentence) <= 1e-6:
-            raise ExerciseError(f"{name} averages the accuracy per sentence {what}: count over all target words, "
-                                "so that a long sentence counts as many words as it has")
-        raise ExerciseError(f"{name}'s alignment accuracy is wrong {what}: it differs by "
-                            f"{abs(measured - expected):.3g} from the share measured on the returned model and "
-                            "test_examples (teacher forced, <eos> left out)")
+            raise ExerciseError(
+                f"{name} averages the accuracy per sentence {what}: count over all"
+                " target words, so that a long sentence counts as many words as"
+                " it has"
+            )
+        raise ExerciseError(
+            f"{name}'s alignment accuracy is wrong {what}: it differs by"
+            f" {abs(measured - expected):.3g} from the share measured on the"
+            " returned model and test_examples (teacher forced, <eos> left out)"
+        )
     passed(name, 2)
 
 
-__all__ = ["check_alignment_accuracy", "check_alignment_run", "check_bahdanau_context", "check_greedy_decode",
-           "check_sequence_loss", "check_source_reversal", "check_teacher_forcing"]
+__all__ = [
+    "check_alignment_accuracy",
+    "check_alignment_run",
+    "check_bahdanau_context",
+    "check_greedy_decode",
+    "check_sequence_loss",
+    "check_source_reversal",
+    "check_teacher_forcing",
+]

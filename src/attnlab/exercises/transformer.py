@@ -1,5 +1,5 @@
-"""Checks for the chapter "From attention to the Transformer": the causal mask, positional encodings, and the
-pre-norm vs post-norm experiment."""
+"""Checks for the chapter "From attention to the Transformer": the causal mask,
+positional encodings, and the pre-norm vs post-norm experiment."""
 
 from __future__ import annotations
 
@@ -30,39 +30,63 @@ def _randint(gen: torch.Generator, low: int, high: int) -> int:
 
 @exercise_check(transformer.causal_mask)
 def check_causal_mask(causal_mask: Callable, seed: int | None = 0) -> None:
-    """Check ``causal_mask(size) -> (size, size)`` boolean, ``True`` where position ``i`` may attend to ``j <= i``."""
+    """Check ``causal_mask(size) -> (size, size)`` boolean, ``True`` where position
+    ``i`` may attend to ``j <= i``."""
     name = "causal_mask"
     gen = generator(seed)
     sizes = [4, _randint(gen, 5, 12), 1]
     for size in sizes:
         out = call(causal_mask, name, size)
         if isinstance(out, torch.Tensor) and out.dtype != torch.bool:
-            raise ExerciseError(f"{name}({size}) returned dtype {out.dtype}: the mask must be boolean (True = may "
-                                "attend), e.g. built with dtype=torch.bool or by a comparison")
+            raise ExerciseError(
+                f"{name}({size}) returned dtype {out.dtype}: the mask must be"
+                " boolean (True = may attend), e.g. built with dtype=torch.bool or"
+                " by a comparison"
+            )
         mask = expect_tensor(name, out, (size, size)).bool()
         lower = torch.ones(size, size, dtype=torch.bool).tril()
         if size > 1 and torch.equal(mask, ~lower):
-            raise ExerciseError("True and False are swapped: in this course True marks where a position MAY attend "
-                                "(itself and the past), False what is hidden")
+            raise ExerciseError(
+                "True and False are swapped: in this course True marks where a"
+                " position MAY attend (itself and the past), False what is hidden"
+            )
         if size > 1 and torch.equal(mask, lower.T):
-            raise ExerciseError("your mask lets position i see the positions after it (the upper triangle): a "
-                                "decoder position may only see itself and the positions before it")
+            raise ExerciseError(
+                "your mask lets position i see the positions after it (the upper"
+                " triangle): a decoder position may only see itself and the"
+                " positions before it"
+            )
         if torch.equal(mask, lower.tril(-1)):
-            raise ExerciseError("the diagonal is False: a position may attend to itself (j <= i, not j < i); "
-                                "otherwise the first position has nothing to attend to")
+            raise ExerciseError(
+                "the diagonal is False: a position may attend to itself (j <= i, not"
+                " j < i); otherwise the first position has nothing to attend to"
+            )
         if torch.equal(mask, ~lower.tril(-1)) and size > 1:
-            raise ExerciseError("your mask is the inverse of the right one: True marks the positions that may be "
-                                "attended (j <= i), and the future is False")
+            raise ExerciseError(
+                "your mask is the inverse of the right one: True marks the positions"
+                " that may be attended (j <= i), and the future is False"
+            )
         if not torch.equal(mask, lower):
             wrong = int((mask != lower).sum())
-            raise ExerciseError(f"{name}({size}) is wrong in {wrong} of its {size * size} entries: entry (i, j) is "
-                                "True exactly when j <= i")
+            raise ExerciseError(
+                f"{name}({size}) is wrong in {wrong} of its {size * size} entries:"
+                " entry (i, j) is True exactly when j <= i"
+            )
     passed(name, len(sizes))
 
 
-def _positions(length: int, d_model: int, *, base: float = 10_000.0, swap: bool = False, per_dim: bool = False,
-               halves: bool = False, start: int = 0) -> torch.Tensor:
-    """The sinusoidal table and its typical mistakes, for the messages of :func:`check_sinusoidal_positions`."""
+def _positions(
+    length: int,
+    d_model: int,
+    *,
+    base: float = 10_000.0,
+    swap: bool = False,
+    per_dim: bool = False,
+    halves: bool = False,
+    start: int = 0,
+) -> torch.Tensor:
+    """The sinusoidal table and its typical mistakes, for the messages of
+    :func:`check_sinusoidal_positions`."""
     t = torch.arange(start, start + length, dtype=torch.float64)[:, None]
     pair = torch.arange(0, d_model, 2 if not per_dim else 1, dtype=torch.float64)
     angles = t * base ** (-pair / d_model)
@@ -70,93 +94,167 @@ def _positions(length: int, d_model: int, *, base: float = 10_000.0, swap: bool 
         out = angles.clone()
         out[:, 0::2], out[:, 1::2] = angles[:, 0::2].sin(), angles[:, 1::2].cos()
         return out
-    first, second = (angles.cos(), angles.sin()) if swap else (angles.sin(), angles.cos())
+    first, second = (
+        (angles.cos(), angles.sin()) if swap else (angles.sin(), angles.cos())
+    )
     if halves:
         return torch.cat([first, second], dim=-1)
     return torch.stack([first, second], dim=-1).flatten(-2)
 
 
 @exercise_check(transformer.sinusoidal_positions)
-def check_sinusoidal_positions(sinusoidal_positions: Callable, add_positions: Callable,
-                               seed: int | None = 0) -> None:
-    """Check ``sinusoidal_positions(length, d_model) -> (length, d_model)`` for even ``d_model``, and
-    ``add_positions(x (B, T, d_model)) -> x + P[:T]`` (a new tensor; ``x`` unchanged)."""
+def check_sinusoidal_positions(
+    sinusoidal_positions: Callable, add_positions: Callable, seed: int | None = 0
+) -> None:
+    """Check ``sinusoidal_positions(length, d_model) -> (length, d_model)`` for even
+    ``d_model``, and ``add_positions(x (B, T, d_model)) -> x + P[:T]`` (a new tensor;
+    ``x`` unchanged).
+    """
     name = "sinusoidal_positions"
     gen = generator(seed)
     cases = [(3, 4), (_randint(gen, 6, 30), 2 * _randint(gen, 3, 16))]
     for length, d_model in cases:
-        out = expect_tensor(name, call(sinusoidal_positions, name, length, d_model), (length, d_model),
-                            torch.float64)
+        out = expect_tensor(
+            name,
+            call(sinusoidal_positions, name, length, d_model),
+            (length, d_model),
+            torch.float64,
+        )
         what = f"for length = {length}, d_model = {d_model}"
         mistakes = [
-            (_positions(length, d_model, swap=True), "sine and cosine are swapped: the even dimensions 2i hold the "
-             "sine, the odd dimensions 2i + 1 the cosine (position 0 is then (0, 1, 0, 1, ...))"),
-            (_positions(length, d_model, per_dim=True), "the frequency exponent is wrong: dimensions 2i and 2i + 1 "
-             "share one frequency 10000^(-2i / d_model); you gave every dimension j its own 10000^(-j / d_model)"),
-            (_positions(length, d_model, halves=True), "the sines and cosines are in two halves; they must "
-             "alternate: sine in dimension 2i, cosine of the same angle in dimension 2i + 1"),
-            (_positions(length, d_model, start=1), "the positions start at 1; they start at t = 0"),
-            (_positions(length, d_model, base=1 / 10_000.0), "the frequencies grow with i; they must fall: divide "
-             "the position by 10000^(2i / d_model)"),
+            (
+                _positions(length, d_model, swap=True),
+                (
+                    "sine and cosine are swapped: the even dimensions 2i hold the"
+                    " sine, the odd dimensions 2i + 1 the cosine (position 0 is then"
+                    " (0, 1, 0, 1, ...))"
+                ),
+            ),
+            (
+                _positions(length, d_model, per_dim=True),
+                (
+                    "the frequency exponent is wrong: dimensions 2i and 2i + 1 share"
+                    " one frequency 10000^(-2i / d_model); you gave every dimension"
+                    " j its own 10000^(-j / d_model)"
+                ),
+            ),
+            (
+                _positions(length, d_model, halves=True),
+                (
+                    "the sines and cosines are in two halves; they must alternate:"
+                    " sine in dimension 2i, cosine of the same angle in dimension"
+                    " 2i + 1"
+                ),
+            ),
+            (
+                _positions(length, d_model, start=1),
+                "the positions start at 1; they start at t = 0",
+            ),
+            (
+                _positions(length, d_model, base=1 / 10_000.0),
+                (
+                    "the frequencies grow with i; they must fall: divide "
+                    "the position by 10000^(2i / d_model)"
+                ),
+            ),
         ]
         for wrong, message in mistakes:
             if torch.allclose(out, wrong, atol=1e-5):
                 raise ExerciseError(message)
         expect_close(name, out, _positions(length, d_model), what)
     x = torch.randn(2, cases[1][0], cases[1][1], generator=gen)
-    added = expect_tensor("add_positions", call(add_positions, "add_positions", x), tuple(x.shape))
+    added = expect_tensor(
+        "add_positions", call(add_positions, "add_positions", x), tuple(x.shape)
+    )
     if torch.allclose(added, x + _positions(*x.shape[1:]).flip(0).to(x), atol=1e-5):
-        raise ExerciseError("add_positions adds the table upside down: position t of x gets row t of the table")
-    expect_close("add_positions", added, x + _positions(*x.shape[1:]).to(x),
-                 f"for embeddings x of shape {tuple(x.shape)}: every position t gets row t of the table added")
+        raise ExerciseError(
+            "add_positions adds the table upside down: position t of x gets row t of"
+            " the table"
+        )
+    expect_close(
+        "add_positions",
+        added,
+        x + _positions(*x.shape[1:]).to(x),
+        f"for embeddings x of shape {tuple(x.shape)}: every position t gets row t of"
+        " the table added",
+    )
     passed(name, len(cases) + 1)
 
 
 @exercise_check(transformer.LearnedPositions)
-def check_learned_positions(LearnedPositions: type, seed: int | None = 0) -> None:  # noqa: N803
-    """Check a module ``LearnedPositions(max_len, d_model)`` whose ``forward(length)`` returns ``(length, d_model)``."""
+def check_learned_positions(LearnedPositions: type, seed: int | None = 0) -> None:
+    """Check a module ``LearnedPositions(max_len, d_model)`` whose
+    ``forward(length)`` returns ``(length, d_model)``."""
     name = "LearnedPositions"
     gen = generator(seed)
     max_len, d_model = _randint(gen, 8, 20), 2 * _randint(gen, 2, 6)
     torch.manual_seed(int(torch.randint(0, 2**31 - 1, (), generator=gen)))
     module = call(LearnedPositions, name, max_len, d_model)
     if not isinstance(module, nn.Module):
-        raise ExerciseError(f"{name}(max_len, d_model) must build an nn.Module (subclass nn.Module and call "
-                            f"super().__init__()), got {type(module).__name__}")
+        raise ExerciseError(
+            f"{name}(max_len, d_model) must build an nn.Module (subclass nn.Module"
+            f" and call super().__init__()), got {type(module).__name__}"
+        )
     count = sum(p.numel() for p in module.parameters())
     if count != max_len * d_model:
-        raise ExerciseError(f"{name}({max_len}, {d_model}) has {count} trainable numbers; it needs one vector of "
-                            "d_model numbers per position, registered as an nn.Parameter (or an nn.Embedding)")
+        raise ExerciseError(
+            f"{name}({max_len}, {d_model}) has {count} trainable numbers; it needs"
+            " one vector of d_model numbers per position, registered as an"
+            " nn.Parameter (or an nn.Embedding)"
+        )
     length = _randint(gen, 2, max_len - 1)
     out = call(module, f"{name}.forward", length)
     table = expect_tensor(f"{name}.forward({length})", out, (length, d_model))
     if not out.requires_grad:
-        raise ExerciseError(f"{name}.forward returns a tensor without gradient: return the parameter's rows, not a "
-                            "copy made with torch.no_grad(), .detach() or .data, or the positions cannot be learned")
-    full = expect_tensor(f"{name}.forward({max_len})", call(module, f"{name}.forward", max_len), (max_len, d_model))
-    expect_close(f"{name}.forward", table, full[:length],
-                 f"for positions 0..{length - 1}: forward({length}) must be the first {length} rows of forward"
-                 f"({max_len}), the same vector for the same position")
+        raise ExerciseError(
+            f"{name}.forward returns a tensor without gradient: return the"
+            " parameter's rows, not a copy made with torch.no_grad(), .detach() or"
+            " .data, or the positions cannot be learned"
+        )
+    full = expect_tensor(
+        f"{name}.forward({max_len})",
+        call(module, f"{name}.forward", max_len),
+        (max_len, d_model),
+    )
+    expect_close(
+        f"{name}.forward",
+        table,
+        full[:length],
+        f"for positions 0..{length - 1}: forward({length}) must be the first"
+        f" {length} rows of forward({max_len}), the same vector for the same"
+        " position",
+    )
     if torch.cdist(full, full).add(torch.eye(max_len) * 1e3).min() < 1e-6:
-        raise ExerciseError("two positions start with the same vector: initialise the table at random (e.g. "
-                            "0.1 * torch.randn) so that the model can tell the positions apart from the start")
+        raise ExerciseError(
+            "two positions start with the same vector: initialise the table at"
+            " random (e.g. 0.1 * torch.randn) so that the model can tell the"
+            " positions apart from the start"
+        )
     module.zero_grad(set_to_none=True)
     call(module, f"{name}.forward", length).sum().backward()
     grads = [p.grad for p in module.parameters() if p.grad is not None]
     touched = sum(int((g != 0).sum()) for g in grads)
     if touched != length * d_model:
-        raise ExerciseError(f"forward({length}) sent a gradient to {touched} numbers; it should reach exactly the "
-                            f"{length} x {d_model} numbers of the positions it returned")
+        raise ExerciseError(
+            f"forward({length}) sent a gradient to {touched} numbers; it should"
+            f" reach exactly the {length} x {d_model} numbers of the positions it"
+            " returned"
+        )
     try:
         module(max_len + 1)
     except ValueError:
         pass
     except Exception as exc:
-        raise ExerciseError(f"{name}.forward({max_len + 1}) raised {type(exc).__name__}; raise a ValueError "
-                            "that names max_len: there is no learned vector for that position") from None
+        raise ExerciseError(
+            f"{name}.forward({max_len + 1}) raised {type(exc).__name__}; raise a"
+            " ValueError that names max_len: there is no learned vector for that"
+            " position"
+        ) from None
     else:
-        raise ExerciseError(f"{name}.forward({max_len + 1}) with max_len = {max_len} did not raise: there is no "
-                            "learned vector for that position, raise a ValueError")
+        raise ExerciseError(
+            f"{name}.forward({max_len + 1}) with max_len = {max_len} did not raise:"
+            " there is no learned vector for that position, raise a ValueError"
+        )
     passed(name, 5)
 
 
@@ -167,20 +265,31 @@ def _held_out(seed: int) -> Any:
     from attnlab.tasks.translation import make_batch, sample_examples
 
     spec = {**NORM_HELD_OUT, "seed": seed}
-    return make_batch(sample_examples(spec["n"], spec["min_len"], spec["max_len"], seed=spec["seed"]))
+    return make_batch(
+        sample_examples(
+            spec["n"], spec["min_len"], spec["max_len"], seed=spec["seed"]
+        )
+    )
 
 
 def _norm_orders(model: nn.Module) -> set[bool]:
-    return {m.norm_first for m in model.modules()
-            if isinstance(m, transformer.EncoderLayer | transformer.DecoderLayer)}
+    return {
+        m.norm_first
+        for m in model.modules()
+        if isinstance(m, transformer.EncoderLayer | transformer.DecoderLayer)
+    }
 
 
 @exercise_check()
-def check_norm_experiment(norm_experiment: Callable, steps: int | None = None, seed: int | None = 0) -> None:
-    """Check ``norm_experiment(steps) -> {"post": (model, accuracy), "pre": (model, accuracy)}``.
+def check_norm_experiment(
+    norm_experiment: Callable, steps: int | None = None, seed: int | None = 0
+) -> None:
+    """Check ``norm_experiment(steps) -> {"post": (model, accuracy), "pre": (model,
+    accuracy)}``.
 
-    Each accuracy must be the model's teacher-forced word accuracy on the held-out batch of the exercise; the
-    check measures it again, and also on a fresh batch, and prints both models side by side.
+    Each accuracy must be the model's teacher-forced word accuracy on the held-out
+    batch of the exercise; the check measures it again, and also on a fresh batch,
+    and prints both models side by side.
     """
     from attnlab.tasks.translation import teacher_forced_accuracy
 
@@ -190,35 +299,61 @@ def check_norm_experiment(norm_experiment: Callable, steps: int | None = None, s
     out = call(norm_experiment, name, steps)
     if not isinstance(out, dict) or set(out) != {"post", "pre"}:
         got = sorted(out) if isinstance(out, dict) else type(out).__name__
-        raise ExerciseError(f"{name} must return a dict with the keys 'post' and 'pre', got {got}")
+        raise ExerciseError(
+            f"{name} must return a dict with the keys 'post' and 'pre', got {got}"
+        )
     held_out = _held_out(NORM_HELD_OUT["seed"])
     fresh = _held_out(int(torch.randint(0, 10**6, (), generator=gen)))
     measured = {}
     for key, norm_first in [("post", False), ("pre", True)]:
         if not isinstance(out[key], tuple | list) or len(out[key]) != 2:
-            raise ExerciseError(f"out[{key!r}] must be a pair (model, accuracy), got {type(out[key]).__name__}")
+            raise ExerciseError(
+                f"out[{key!r}] must be a pair (model, accuracy), got"
+                f" {type(out[key]).__name__}"
+            )
         model, reported = out[key]
         if not isinstance(model, transformer.Transformer):
-            raise ExerciseError(f"the {key!r} model must be an attnlab Transformer, got {type(model).__name__}")
+            raise ExerciseError(
+                f"the {key!r} model must be an attnlab Transformer, got"
+                f" {type(model).__name__}"
+            )
         orders = _norm_orders(model)
         if orders != {norm_first}:
-            raise ExerciseError(f"the {key!r} model is built with norm_first = {sorted(orders)}; '{key}' needs "
-                                f"norm_first = {norm_first} in every layer")
+            raise ExerciseError(
+                f"the {key!r} model is built with norm_first = {sorted(orders)};"
+                f" '{key}' needs norm_first = {norm_first} in every layer"
+            )
         reported = expect_number(f"the accuracy of {key!r}", reported)
         was_training = model.training
         model.eval()
         with torch.no_grad():
-            again, other = teacher_forced_accuracy(model, held_out), teacher_forced_accuracy(model, fresh)
+            again, other = (
+                teacher_forced_accuracy(model, held_out),
+                teacher_forced_accuracy(model, fresh),
+            )
         model.train(was_training)
         if abs(again - reported) > 1e-6:
-            raise ExerciseError(f"the accuracy you report for {key!r} is not the model's teacher-forced word "
-                                "accuracy on the held-out batch of the exercise (sample_examples(256, 5, 20, "
-                                "seed=2024)); measure it with teacher_forced_accuracy after training")
+            raise ExerciseError(
+                f"the accuracy you report for {key!r} is not the model's"
+                " teacher-forced word accuracy on the held-out batch of the"
+                " exercise (sample_examples(256, 5, 20, seed=2024)); measure it"
+                " with teacher_forced_accuracy after training"
+            )
         measured[key] = (again, other)
     post, pre = out["post"][0], out["pre"][0]
-    if post is pre or all(torch.equal(a, b) for a, b in zip(post.state_dict().values(), pre.state_dict().values(),
-                                                            strict=False)):
-        raise ExerciseError("the 'post' and 'pre' entries hold the same model: build and train two models")
+    if post is pre or all(
+        torch.equal(a, b)
+        for a, b in zip(
+            post.state_dict().values(), pre.state_dict().values(), strict=False
+        )
+    ):
+        raise ExerciseError(
+            "the 'post' and 'pre' entries hold the same model: build and train two"
+            " models"
+        )
     for key, (again, other) in measured.items():
-        print(f"{key}-norm: held-out accuracy {again:.3f}, on a fresh batch {other:.3f}")
+        print(
+            f"{key}-norm: held-out accuracy {again:.3f}, on a fresh batch"
+            f" {other:.3f}"
+        )
     passed(name, 4)

@@ -1,4 +1,5 @@
-"""Dispatch ``python -m attnlab.experiments NAME [options]`` to ``attnlab.experiments.<name>.main``."""
+"""Dispatch ``python -m attnlab.experiments NAME [options]`` to
+``attnlab.experiments.<name>.main``."""
 
 import importlib
 import pkgutil
@@ -8,17 +9,26 @@ import attnlab.experiments as package
 
 
 def available() -> list[str]:
-    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(package.__path__) if m.name != "__main__")
+    return sorted(
+        m.name.replace("_", "-")
+        for m in pkgutil.iter_modules(package.__path__)
+        if m.name != "__main__"
+    )
 
 
 def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python -m attnlab.experiments NAME [options]\n\nexperiments: " + ", ".join(available()))
+        print(
+            "usage: python -m attnlab.experiments NAME [options]\n\nexperiments: "
+            + ", ".join(available())
+        )
         return
     name = argv[0]
     if name not in available():
         sys.exit(f"unknown experiment {name!r}; available: {', '.join(available())}")
-    importlib.import_module(f"attnlab.experiments.{name.replace('-', '_')}").main(argv[1:])
+    importlib.import_module(f"attnlab.experiments.{name.replace('-', '_')}").main(
+        argv[1:]
+    )
 
 
 if __name__ == "__main__":

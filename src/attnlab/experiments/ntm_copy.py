@@ -1,11 +1,13 @@
-"""``python -m attnlab.experiments ntm-copy --seeds 5``: the NTM copy task of the chapter, over several seeds.
+"""``python -m attnlab.experiments ntm-copy --seeds 5``: the NTM copy task of the
+chapter, over several seeds.
 
-Trains the chapter's NTM (LSTM controller with 100 units, memory 128 x 20, one read and one write head) with
-the chapter's recipe (:func:`attnlab.tasks.copy.train_copy`) once per seed, evaluates the wrong bits per
-sequence at lengths 10 to 60, and prints a markdown table with every seed, the mean and the standard deviation,
-followed by how many seeds met the chapter's target (under 0.1 wrong bits per sequence at the training lengths
-10 and 20, and under 1 at length 40, twice the longest training sequence), the date, the torch version and the
-machine.
+Trains the chapter's NTM (LSTM controller with 100 units, memory 128 x 20, one read
+and one write head) with the chapter's recipe (:func:`attnlab.tasks.copy.train_copy`)
+once per seed, evaluates the wrong bits per sequence at lengths 10 to 60, and prints
+a markdown table with every seed, the mean and the standard deviation, followed by
+how many seeds met the chapter's target (under 0.1 wrong bits per sequence at the
+training lengths 10 and 20, and under 1 at length 40, twice the longest training
+sequence), the date, the torch version and the machine.
 """
 
 from __future__ import annotations
@@ -28,16 +30,21 @@ LONG_BITS = 1.0  # at length 40
 
 
 def met_target(bits: dict[int, float]) -> bool:
-    """Whether one seed's bits per sequence meet the target: < 0.1 at lengths 10 and 20, < 1 at length 40."""
+    """Whether one seed's bits per sequence meet the target: < 0.1 at lengths 10 and
+    20, < 1 at length 40."""
     return bits[10] < SOLVED_BITS and bits[20] < SOLVED_BITS and bits[40] < LONG_BITS
 
 
-def run_seed(seed: int, steps: int, n_eval: int, kind: str = "ntm") -> tuple[dict[int, float], float]:
-    """Train one model (the chapter's NTM, or its LSTM baseline) from ``seed``; return its bits per sequence by
-    length and its training seconds."""
+def run_seed(
+    seed: int, steps: int, n_eval: int, kind: str = "ntm"
+) -> tuple[dict[int, float], float]:
+    """Train one model (the chapter's NTM, or its LSTM baseline) from ``seed``;
+    return its bits per sequence by length and its training seconds."""
     seed_everything(seed)
     if kind == "ntm":
-        model = NTM(BITS + 1, BITS, hidden_size=100, memory_rows=128, memory_width=20)
+        model = NTM(
+            BITS + 1, BITS, hidden_size=100, memory_rows=128, memory_width=20
+        )
     else:
         model = LSTMBaseline(BITS + 1, BITS, hidden_size=128, layers=1)
     history = train_copy(model, steps=steps, seed=seed, desc=f"seed {seed}")
@@ -45,39 +52,84 @@ def run_seed(seed: int, steps: int, n_eval: int, kind: str = "ntm") -> tuple[dic
 
 
 def table(results: dict[int, dict[int, float]]) -> str:
-    """A markdown table: one row per length, one column per seed, then mean and standard deviation."""
+    """A markdown table: one row per length, one column per seed, then mean and
+    standard deviation."""
     seeds = list(results)
-    lines = ["| length | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | std |",
-             "|---:|" + "---:|" * (len(seeds) + 2)]
+    lines = [
+        "| length | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | std |",
+        "|---:|" + "---:|" * (len(seeds) + 2),
+    ]
     for length in LENGTHS:
         values = [results[s][length] for s in seeds]
         spread = statistics.stdev(values) if len(values) > 1 else 0.0
         cells = " | ".join(f"{v:.2f}" for v in values)
-        lines.append(f"| {length} | {cells} | {statistics.mean(values):.2f} | {spread:.2f} |")
+        lines.append(
+            f"| {length} | {cells} | {statistics.mean(values):.2f} | {spread:.2f} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m attnlab.experiments ntm-copy", description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5, help="number of seeds (default 5)")
-    parser.add_argument("--first-seed", type=int, default=0, help="the seeds are first-seed, first-seed + 1, ...")
-    parser.add_argument("--steps", type=int, default=3000, help="training steps of batch 32 per seed (default 3000)")
-    parser.add_argument("--eval-sequences", type=int, default=64, help="test sequences per length (default 64)")
-    parser.add_argument("--model", choices=["ntm", "lstm"], default="ntm",
-                        help="the NTM (default) or the chapter's LSTM baseline (one layer of 128 units)")
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlab.experiments ntm-copy",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=5, help="number of seeds (default 5)"
+    )
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="the seeds are first-seed, first-seed + 1, ...",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=3000,
+        help="training steps of batch 32 per seed (default 3000)",
+    )
+    parser.add_argument(
+        "--eval-sequences",
+        type=int,
+        default=64,
+        help="test sequences per length (default 64)",
+    )
+    parser.add_argument(
+        "--model",
+        choices=["ntm", "lstm"],
+        default="ntm",
+        help=(
+            "the NTM (default) or the chapter's LSTM baseline (one layer of 128"
+            " units)"
+        ),
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be >= 1")
-    torch.set_num_threads(1)  # as in the chapter: the same seed then gives the same run on any machine
+    torch.set_num_threads(
+        1
+    )  # as in the chapter: the same seed then gives the same run on any machine
     results, seconds = {}, {}
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        results[seed], seconds[seed] = run_seed(seed, args.steps, args.eval_sequences, args.model)
+        results[seed], seconds[seed] = run_seed(
+            seed, args.steps, args.eval_sequences, args.model
+        )
     met = [s for s, r in results.items() if met_target(r)]
-    print(f"\n{args.model.upper()} copy task, wrong bits per sequence "
-          f"({args.eval_sequences} test sequences per length), "
-          f"{args.steps} steps of batch 32 per seed, {datetime.date.today().isoformat()}, torch {torch.__version__}, "
-          f"{platform.machine()} with {os.cpu_count()} cores, one thread:\n")
+    print(
+        f"\n{args.model.upper()} copy task, wrong bits per sequence"
+        f" ({args.eval_sequences} test sequences per length), {args.steps} steps of"
+        f" batch 32 per seed, {datetime.date.today().isoformat()}, torch"
+        f" {torch.__version__}, {platform.machine()} with {os.cpu_count()} cores,"
+        " one thread:\n"
+    )
     print(table(results))
-    print(f"\nseeds meeting the target (< {SOLVED_BITS} bits at lengths 10 and 20, < {LONG_BITS:g} at 40): "
-          f"{len(met)} of {args.seeds}" + (f" ({', '.join(map(str, met))})" if met else ""))
-    print("training seconds per seed: " + ", ".join(f"{s}: {t:.0f}" for s, t in seconds.items()))
+    print(
+        f"\nseeds meeting the target (< {SOLVED_BITS} bits at lengths 10 and 20, <"
+        f" {LONG_BITS:g} at 40): {len(met)} of {args.seeds}"
+        + (f" ({', '.join(map(str, met))})" if met else "")
+    )
+    print(
+        "training seconds per seed: "
+        + ", ".join(f"{s}: {t:.0f}" for s, t in seconds.items())
+    )

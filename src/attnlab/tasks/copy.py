@@ -1,9 +1,11 @@
-"""The copy task of Graves et al. (2014): see a sequence of random bit vectors, then write it out again.
+"""The copy task of Graves et al. (2014): see a sequence of random bit vectors, then
+write it out again.
 
-An example of length ``L`` has ``2L + 1`` time steps and ``bits + 1`` input channels. Steps ``0 .. L-1`` carry
-the random vectors (last channel 0), step ``L`` is the delimiter (only the last channel is 1), and steps
-``L+1 .. 2L`` are blank: during them the model must output the ``L`` vectors in order. Training uses lengths 1
-to 20; the interesting question is how the model does on longer sequences than it ever saw.
+An example of length ``L`` has ``2L + 1`` time steps and ``bits + 1`` input channels.
+Steps ``0 .. L-1`` carry the random vectors (last channel 0), step ``L`` is the
+delimiter (only the last channel is 1), and steps ``L+1 .. 2L`` are blank: during
+them the model must output the ``L`` vectors in order. Training uses lengths 1 to 20;
+the interesting question is how the model does on longer sequences than it ever saw.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ def copy_batch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch_size`` random copy examples of one ``length``.
 
-    Returns ``(inputs (batch, 2L+1, bits+1), targets (batch, L, bits))``; the targets are the vectors the model
-    must output during the last ``L`` steps.
+    Returns ``(inputs (batch, 2L+1, bits+1), targets (batch, L, bits))``; the targets
+    are the vectors the model must output during the last ``L`` steps.
     """
     check_positive("batch_size", batch_size)
     check_positive("length", length)
-    targets = torch.randint(0, 2, (batch_size, length, bits), generator=generator).float()
+    targets = torch.randint(
+        0, 2, (batch_size, length, bits), generator=generator
+    ).float()
     inputs = torch.zeros(batch_size, 2 * length + 1, bits + 1)
     inputs[:, :length, :bits] = targets
     inputs[:, length, bits] = 1.0  # the delimiter
@@ -40,44 +44,66 @@ def copy_batch(
 
 
 def copy_sampler(
-    batch_size: int, *, seed: int, min_length: int = 1, max_length: int = 20, bits: int = BITS
+    batch_size: int,
+    *,
+    seed: int,
+    min_length: int = 1,
+    max_length: int = 20,
+    bits: int = BITS,
 ) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
-    """``next_batch(step)`` for :func:`attnlab.train.train`: a batch of one random length in [min, max].
+    """``next_batch(step)`` for :func:`attnlab.train.train`: a batch of one random
+    length in [min, max].
 
-    The batch of a step depends only on ``(seed, step)``, so a run is reproducible however it is interrupted.
+    The batch of a step depends only on ``(seed, step)``, so a run is reproducible
+    however it is interrupted.
     """
     if not 1 <= min_length <= max_length:
-        raise ValueError(f"need 1 <= min_length <= max_length, got {min_length} and {max_length}")
+        raise ValueError(
+            f"need 1 <= min_length <= max_length, got {min_length} and {max_length}"
+        )
 
     def next_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
-        length = int(torch.randint(min_length, max_length + 1, (1,), generator=generator))
+        length = int(
+            torch.randint(min_length, max_length + 1, (1,), generator=generator)
+        )
         return copy_batch(batch_size, length, generator=generator, bits=bits)
 
     return next_batch
 
 
 def copy_outputs(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """The last ``L`` steps of ``outputs (batch, 2L+1, bits)``, which must equal ``targets (batch, L, bits)``."""
+    """The last ``L`` steps of ``outputs (batch, 2L+1, bits)``, which must equal
+    ``targets (batch, L, bits)``."""
     check_ndim("targets", targets, "(batch, L, bits)", ndim=3)
     batch, length, bits = targets.shape
-    check_shape("outputs", outputs, (batch, 2 * length + 1, bits), "(batch, 2L+1, bits)")
+    check_shape(
+        "outputs", outputs, (batch, 2 * length + 1, bits), "(batch, 2L+1, bits)"
+    )
     return outputs[:, -length:]
 
 
 def sequence_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Binary cross-entropy summed over the bits of a sequence (nats per sequence), averaged over the batch."""
-    return F.binary_cross_entropy_with_logits(logits, targets, reduction="sum") / targets.shape[0]
+    """Binary cross-entropy summed over the bits of a sequence (nats per sequence),
+    averaged over the batch."""
+    return (
+        F.binary_cross_entropy_with_logits(logits, targets, reduction="sum")
+        / targets.shape[0]
+    )
 
 
-def copy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """:func:`sequence_loss` of the copied part of ``model(inputs)`` (logits ``(batch, 2L+1, bits)``)."""
+def copy_loss(
+    model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]
+) -> torch.Tensor:
+    """:func:`sequence_loss` of the copied part of ``model(inputs)`` (logits
+    ``(batch, 2L+1, bits)``)."""
     inputs, targets = batch
     return sequence_loss(copy_outputs(model(inputs), targets), targets)
 
 
 def bits_per_sequence(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Wrong bits per sequence ``(batch,)`` when each bit is predicted as ``logit > 0``; a NaN logit counts as wrong.
+    """Wrong bits per sequence ``(batch,)`` when each bit is predicted as ``logit >
+    0``; a NaN logit counts as wrong.
 
     logits and targets ``(batch, L, bits)``.
     """
@@ -88,10 +114,11 @@ def bits_per_sequence(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tens
 
 
 def cost_per_sequence(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """The paper's "cost per sequence": binary cross-entropy in bits, summed over a sequence's bits, ``(batch,)``.
+    """The paper's "cost per sequence": binary cross-entropy in bits, summed over a
+    sequence's bits, ``(batch,)``.
 
-    logits and targets ``(batch, L, bits)``. Unlike :func:`bits_per_sequence` it also charges a right bit
-    predicted without confidence.
+    logits and targets ``(batch, L, bits)``. Unlike :func:`bits_per_sequence` it also
+    charges a right bit predicted without confidence.
     """
     check_ndim("targets", targets, "(batch, L, bits)", ndim=3)
     check_shape("logits", logits, targets.shape, "(batch, L, bits) like targets")
@@ -103,17 +130,21 @@ def cost_per_sequence(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tens
 def evaluate_copy(
     model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
 ) -> dict[str, dict[int, float]]:
-    """Three measures on ``n`` fixed random sequences of each length (the same sequences every call), from one
-    run of the model per length: ``{"bits": ..., "cost": ..., "perfect": ...}``, each ``{length: value}``.
+    """Three measures on ``n`` fixed random sequences of each length (the same
+    sequences every call), from one run of the model per length: ``{"bits": ...,
+    "cost": ..., "perfect": ...}``, each ``{length: value}``.
 
-    ``bits`` is the mean :func:`bits_per_sequence`, ``cost`` the mean :func:`cost_per_sequence`, and
-    ``perfect`` the share of the sequences that come out without a single wrong bit.
+    ``bits`` is the mean :func:`bits_per_sequence`, ``cost`` the mean
+    :func:`cost_per_sequence`, and ``perfect`` the share of the sequences that come
+    out without a single wrong bit.
     """
     was_training = model.training
     model.eval()
     result: dict[str, dict[int, float]] = {"bits": {}, "cost": {}, "perfect": {}}
     for length in lengths:
-        inputs, targets = copy_batch(n, length, generator=torch.Generator().manual_seed(seed * 1000 + length))
+        inputs, targets = copy_batch(
+            n, length, generator=torch.Generator().manual_seed(seed * 1000 + length)
+        )
         logits = copy_outputs(model(inputs), targets)
         bits = bits_per_sequence(logits, targets)
         result["bits"][length] = bits.mean().item()
@@ -126,7 +157,8 @@ def evaluate_copy(
 def evaluate_lengths(
     model: nn.Module, lengths: Iterable[int], *, n: int = 32, seed: int = 2014
 ) -> dict[int, float]:
-    """Mean wrong bits per sequence for ``n`` fixed random sequences of each length (same sequences every call)."""
+    """Mean wrong bits per sequence for ``n`` fixed random sequences of each length
+    (same sequences every call)."""
     return evaluate_copy(model, lengths, n=n, seed=seed)["bits"]
 
 
@@ -143,17 +175,22 @@ def train_copy(
     eval_every: int = 50,
     desc: str = "copy task",
 ) -> History:
-    """Train ``model`` on copy sequences of lengths 1-20 with Adam and gradient clipping.
+    """Train ``model`` on copy sequences of lengths 1-20 with Adam and gradient
+    clipping.
 
-    The loss is in nats per sequence, so the gradient-norm ``clip`` acts on a per-sequence scale. Every
-    ``eval_every`` steps it measures ``val_bits`` (wrong bits per sequence) and ``val_loss`` on 128 fixed
-    validation sequences, 32 each of the lengths 5, 10, 15 and 20. Once ``val_bits`` falls below
-    ``lr_drop_bits`` (the model copies almost perfectly) the learning rate is multiplied by ``lr_drop`` for the
-    rest of the run, which calms the late blow-ups NTM training is prone to; at the end the weights with the
-    lowest ``val_loss`` are restored, so a blow-up cannot undo a solution that was found.
+    The loss is in nats per sequence, so the gradient-norm ``clip`` acts on a
+    per-sequence scale. Every ``eval_every`` steps it measures ``val_bits`` (wrong
+    bits per sequence) and ``val_loss`` on 128 fixed validation sequences, 32 each of
+    the lengths 5, 10, 15 and 20. Once ``val_bits`` falls below ``lr_drop_bits`` (the
+    model copies almost perfectly) the learning rate is multiplied by ``lr_drop`` for
+    the rest of the run, which calms the late blow-ups NTM training is prone to; at
+    the end the weights with the lowest ``val_loss`` are restored, so a blow-up
+    cannot undo a solution that was found.
     """
     val_generator = torch.Generator().manual_seed(seed + 10_000)
-    val_batches = [copy_batch(32, length, generator=val_generator) for length in VAL_LENGTHS]
+    val_batches = [
+        copy_batch(32, length, generator=val_generator) for length in VAL_LENGTHS
+    ]
     dropped = False  # set by `evaluate`, read by the learning-rate factor
 
     def evaluate(m: nn.Module) -> dict[str, float]:
@@ -161,13 +198,24 @@ def train_copy(
         bits, loss = 0.0, 0.0
         for inputs, targets in val_batches:
             logits = copy_outputs(m(inputs), targets)
-            bits += bits_per_sequence(logits, targets).mean().item() / len(val_batches)
+            bits += bits_per_sequence(logits, targets).mean().item() / len(
+                val_batches
+            )
             loss += sequence_loss(logits, targets).item() / len(val_batches)
         dropped = dropped or bits < lr_drop_bits
         return {"val_bits": bits, "val_loss": loss}
 
     return train(
-        model, copy_sampler(batch_size, seed=seed), copy_loss, steps=steps, batch_size=batch_size, lr=lr,
-        clip=clip, lr_factor=lambda step: lr_drop if dropped else 1.0, evaluate=evaluate,
-        eval_every=eval_every, best=("val_loss", "min"), desc=desc,
+        model,
+        copy_sampler(batch_size, seed=seed),
+        copy_loss,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        clip=clip,
+        lr_factor=lambda step: lr_drop if dropped else 1.0,
+        evaluate=evaluate,
+        eval_every=eval_every,
+        best=("val_loss", "min"),
+        desc=desc,
     )

@@ -1,17 +1,20 @@
-"""Pointer-network tasks with exact answers: sorting, planar convex hulls and the travelling salesman problem.
+"""Pointer-network tasks with exact answers: sorting, planar convex hulls and the
+travelling salesman problem.
 
-Every generator takes a ``torch.Generator`` (so a run is reproducible) and returns torch tensors: inputs
-``(batch, n, d)`` as float32 and target index sequences ``(batch, T)`` as int64. The solvers and heuristics work on
-NumPy arrays and accept tensors too.
+Every generator takes a ``torch.Generator`` (so a run is reproducible) and returns
+torch tensors: inputs ``(batch, n, d)`` as float32 and target index sequences
+``(batch, T)`` as int64. The solvers and heuristics work on NumPy arrays and accept
+tensors too.
 
 Conventions:
 
-- a **tour** is a permutation of ``0..n-1`` that starts at city 0; its length is that of the *closed* tour
-  (back to the start). Optimal tours are written in the direction whose second city has the smaller index,
-  so each tour has exactly one label.
-- a **hull** is the list of its vertices counter-clockwise, starting at the vertex with the lowest index.
-  In a batch, the end marker ``n`` closes each hull and ``PAD = -1`` (the pointer network's padding) fills the
-  rest of the row.
+- - a **tour** is a permutation of ``0..n-1`` that starts at city 0; its length is
+  that of the *closed* tour (back to the start). Optimal tours are written in the
+  direction whose second city has the smaller index, so each tour has exactly one
+  label.
+- - a **hull** is the list of its vertices counter-clockwise, starting at the vertex
+  with the lowest index. In a batch, the end marker ``n`` closes each hull and ``PAD
+  = -1`` (the pointer network's padding) fills the rest of the row.
 """
 
 from __future__ import annotations
@@ -25,17 +28,32 @@ from scipy.spatial import ConvexHull
 from attnlab.pointer import PAD
 
 __all__ = [
-    "convex_hull_data", "convex_hull_indices", "distance_matrices", "hull_metrics", "hull_sequence",
-    "is_simple_polygon", "nearest_neighbour_tour", "polygon_area", "solve_tsp", "solve_tsp_batch", "sorting_data",
-    "square_symmetry", "tour_length", "tsp_data", "two_opt",
+    "convex_hull_data",
+    "convex_hull_indices",
+    "distance_matrices",
+    "hull_metrics",
+    "hull_sequence",
+    "is_simple_polygon",
+    "nearest_neighbour_tour",
+    "polygon_area",
+    "solve_tsp",
+    "solve_tsp_batch",
+    "sorting_data",
+    "square_symmetry",
+    "tour_length",
+    "tsp_data",
+    "two_opt",
 ]
 
 MAX_EXACT_CITIES = 16
-_CANDIDATES_PER_CHUNK = 1_000_000  # floats in one Held-Karp layer (8 MB): bounds a chunk's memory
+_CANDIDATES_PER_CHUNK = (
+    1_000_000  # floats in one Held-Karp layer (8 MB): bounds a chunk's memory
+)
 
 
 def _as_points(name: str, points: object, ndim: int, layout: str) -> np.ndarray:
-    """``points`` as a float64 array of ``ndim`` dimensions whose last axis has size 2."""
+    """``points`` as a float64 array of ``ndim`` dimensions whose last axis has size
+    2."""
     if isinstance(points, torch.Tensor):
         points = points.detach().cpu().numpy()
     array = np.asarray(points, dtype=np.float64)
@@ -49,25 +67,35 @@ def _as_tours(tours: object, batch: int, n: int) -> np.ndarray:
         tours = tours.detach().cpu().numpy()
     array = np.asarray(tours)
     if array.shape != (batch, n):
-        raise ValueError(f"tours must have shape (batch, n) = {(batch, n)}, got {array.shape}")
+        raise ValueError(
+            f"tours must have shape (batch, n) = {(batch, n)}, got {array.shape}"
+        )
     return array.astype(np.int64)
 
 
-# --------------------------------------------------------------------------------------------- sorting
-def sorting_data(batch: int, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """``batch`` lists of ``n`` numbers uniform in [0, 1) and the pointers that sort them.
+# -----------------------------------------------------------------------------------
+# sorting
+def sorting_data(
+    batch: int, n: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch`` lists of ``n`` numbers uniform in [0, 1) and the pointers that sort
+    them.
 
-    Returns ``values (batch, n, 1)`` and ``order (batch, n)`` with ``values[b, order[b]]`` increasing.
+    Returns ``values (batch, n, 1)`` and ``order (batch, n)`` with ``values[b,
+    order[b]]`` increasing.
     """
     values = torch.rand(batch, n, 1, generator=generator)
     return values, values.squeeze(-1).argsort(dim=-1)
 
 
-# --------------------------------------------------------------------------------------------- convex hull
+# -----------------------------------------------------------------------------------
+# convex hull
 def convex_hull_indices(points: object) -> np.ndarray:
-    """The vertices of the convex hull of ``points (n, 2)``: counter-clockwise from the lowest index.
+    """The vertices of the convex hull of ``points (n, 2)``: counter-clockwise from
+    the lowest index.
 
-    Uses ``scipy.spatial.ConvexHull`` (Qhull); points lying on an edge are not vertices.
+    Uses ``scipy.spatial.ConvexHull`` (Qhull); points lying on an edge are not
+    vertices.
     """
     array = _as_points("points", points, 2, "(n, 2)")
     if len(array) < 3:
@@ -77,11 +105,15 @@ def convex_hull_indices(points: object) -> np.ndarray:
     return np.roll(vertices, -start).astype(np.int64)
 
 
-def convex_hull_data(batch: int, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """``batch`` sets of ``n`` uniform points in the unit square and their hulls as pointer targets.
+def convex_hull_data(
+    batch: int, n: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch`` sets of ``n`` uniform points in the unit square and their hulls as
+    pointer targets.
 
-    Returns ``points (batch, n, 2)`` and ``targets (batch, n + 1)``: each row is the hull (see
-    :func:`convex_hull_indices`), then the end marker ``n``, then ``PAD = -1``.
+    Returns ``points (batch, n, 2)`` and ``targets (batch, n + 1)``: each row is the
+    hull (see :func:`convex_hull_indices`), then the end marker ``n``, then ``PAD =
+    -1``.
     """
     points = torch.rand(batch, n, 2, generator=generator)
     targets = torch.full((batch, n + 1), PAD, dtype=torch.long)
@@ -93,14 +125,18 @@ def convex_hull_data(batch: int, n: int, generator: torch.Generator) -> tuple[to
 
 
 def hull_sequence(row: object, n: int) -> np.ndarray:
-    """The point indices of one predicted or target row, up to (not including) the end marker ``n`` or ``PAD``."""
-    row = np.asarray(row.detach().cpu() if isinstance(row, torch.Tensor) else row, dtype=np.int64)
+    """The point indices of one predicted or target row, up to (not including) the
+    end marker ``n`` or ``PAD``."""
+    row = np.asarray(
+        row.detach().cpu() if isinstance(row, torch.Tensor) else row, dtype=np.int64
+    )
     stop = np.flatnonzero((row == n) | (row == PAD))
     return row[: stop[0]] if len(stop) else row
 
 
 def polygon_area(vertices: np.ndarray) -> float:
-    """Area of the polygon through ``vertices (k, 2)`` in order (shoelace formula; 0 for k < 3)."""
+    """Area of the polygon through ``vertices (k, 2)`` in order (shoelace formula; 0
+    for k < 3)."""
     if len(vertices) < 3:
         return 0.0
     x, y = vertices[:, 0], vertices[:, 1]
@@ -108,48 +144,81 @@ def polygon_area(vertices: np.ndarray) -> float:
 
 
 def is_simple_polygon(vertices: np.ndarray) -> bool:
-    """True if the closed polygon through ``vertices (k, 2)`` has k >= 3 distinct vertices and no two
-    non-adjacent edges meet (touching counts as meeting)."""
+    """True if the closed polygon through ``vertices (k, 2)`` has k >= 3 distinct
+    vertices and no two non-adjacent edges meet (touching counts as meeting)."""
     k = len(vertices)
     if k < 3 or len(np.unique(vertices, axis=0)) < k:
         return False
     a, b = vertices, np.roll(vertices, -1, axis=0)  # edge i runs from a[i] to b[i]
 
     def orient(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
-        return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
-                       - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))
+        return np.sign(
+            (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
+            - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0])
+        )
 
     def on_segment(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """r lies in the bounding box of segment p-q (used when p, q, r are collinear)."""
-        return ((np.minimum(p[..., 0], q[..., 0]) <= r[..., 0]) & (r[..., 0] <= np.maximum(p[..., 0], q[..., 0]))
-                & (np.minimum(p[..., 1], q[..., 1]) <= r[..., 1]) & (r[..., 1] <= np.maximum(p[..., 1], q[..., 1])))
+        """r lies in the bounding box of segment p-q (used when p, q, r are
+        collinear)."""
+        return (
+            (np.minimum(p[..., 0], q[..., 0]) <= r[..., 0])
+            & (r[..., 0] <= np.maximum(p[..., 0], q[..., 0]))
+            & (np.minimum(p[..., 1], q[..., 1]) <= r[..., 1])
+            & (r[..., 1] <= np.maximum(p[..., 1], q[..., 1]))
+        )
 
     i, j = np.triu_indices(k, k=2)
     keep = ~((i == 0) & (j == k - 1))  # the first and the last edge share a vertex
     i, j = i[keep], j[keep]
     p1, q1, p2, q2 = a[i], b[i], a[j], b[j]
-    o1, o2, o3, o4 = orient(p1, q1, p2), orient(p1, q1, q2), orient(p2, q2, p1), orient(p2, q2, q1)
-    crossing = (o1 != o2) & (o3 != o4) & (o1 != 0) & (o2 != 0) & (o3 != 0) & (o4 != 0)
-    touching = (((o1 == 0) & on_segment(p1, q1, p2)) | ((o2 == 0) & on_segment(p1, q1, q2))
-                | ((o3 == 0) & on_segment(p2, q2, p1)) | ((o4 == 0) & on_segment(p2, q2, q1)))
+    o1, o2, o3, o4 = (
+        orient(p1, q1, p2),
+        orient(p1, q1, q2),
+        orient(p2, q2, p1),
+        orient(p2, q2, q1),
+    )
+    crossing = (
+        (o1 != o2) & (o3 != o4) & (o1 != 0) & (o2 != 0) & (o3 != 0) & (o4 != 0)
+    )
+    touching = (
+        ((o1 == 0) & on_segment(p1, q1, p2))
+        | ((o2 == 0) & on_segment(p1, q1, q2))
+        | ((o3 == 0) & on_segment(p2, q2, p1))
+        | ((o4 == 0) & on_segment(p2, q2, q1))
+    )
     return not bool((crossing | touching).any())
 
 
-def hull_metrics(points: object, predicted: object, targets: object) -> dict[str, float]:
-    """Accuracy and area coverage of predicted hulls, as the pointer-network paper measures them.
+def hull_metrics(
+    points: object, predicted: object, targets: object
+) -> dict[str, float]:
+    """Accuracy and area coverage of predicted hulls, as the pointer-network paper
+    measures them.
 
-    points ``(batch, n, 2)``; predicted and targets ``(batch, T)`` rows in the format of
-    :func:`convex_hull_data`. ``accuracy``: fraction of rows whose predicted sequence equals the target
-    exactly. ``coverage``: mean over the batch of area(predicted polygon) / area(true hull), where a
-    prediction that is not a simple polygon counts as 0; ``invalid``: the fraction of such predictions.
+    points ``(batch, n, 2)``; predicted and targets ``(batch, T)`` rows in the format
+    of :func:`convex_hull_data`. ``accuracy``: fraction of rows whose predicted
+    sequence equals the target exactly. ``coverage``: mean over the batch of
+    area(predicted polygon) / area(true hull), where a prediction that is not a
+    simple polygon counts as 0; ``invalid``: the fraction of such predictions.
     """
     array = _as_points("points", points, 3, "(batch, n, 2)")
     batch, n, _ = array.shape
-    predicted = predicted.detach().cpu().numpy() if isinstance(predicted, torch.Tensor) else np.asarray(predicted)
-    targets = targets.detach().cpu().numpy() if isinstance(targets, torch.Tensor) else np.asarray(targets)
+    predicted = (
+        predicted.detach().cpu().numpy()
+        if isinstance(predicted, torch.Tensor)
+        else np.asarray(predicted)
+    )
+    targets = (
+        targets.detach().cpu().numpy()
+        if isinstance(targets, torch.Tensor)
+        else np.asarray(targets)
+    )
     for name, rows in (("predicted", predicted), ("targets", targets)):
         if rows.ndim != 2 or rows.shape[0] != batch:
-            raise ValueError(f"{name} must have shape (batch, T) with batch = {batch}, got {rows.shape}")
+            raise ValueError(
+                f"{name} must have shape (batch, T) with batch = {batch}, got"
+                f" {rows.shape}"
+            )
     correct, coverage, invalid = 0, 0.0, 0
     for xy, pred_row, target_row in zip(array, predicted, targets, strict=True):
         pred, true = hull_sequence(pred_row, n), hull_sequence(target_row, n)
@@ -158,37 +227,55 @@ def hull_metrics(points: object, predicted: object, targets: object) -> dict[str
             coverage += polygon_area(xy[pred]) / polygon_area(xy[true])
         else:
             invalid += 1
-    return {"accuracy": correct / batch, "coverage": coverage / batch, "invalid": invalid / batch}
+    return {
+        "accuracy": correct / batch,
+        "coverage": coverage / batch,
+        "invalid": invalid / batch,
+    }
 
 
-# --------------------------------------------------------------------------------------------- TSP
+# -----------------------------------------------------------------------------------
+# TSP
 def distance_matrices(points: object) -> np.ndarray:
-    """Euclidean distances between all pairs of cities: ``(batch, n, 2)`` -> ``(batch, n, n)``."""
+    """Euclidean distances between all pairs of cities: ``(batch, n, 2)`` ->
+    ``(batch, n, n)``."""
     array = _as_points("points", points, 3, "(batch, n, 2)")
     return np.sqrt(((array[:, :, None, :] - array[:, None, :, :]) ** 2).sum(-1))
 
 
-def tour_length(points: torch.Tensor | np.ndarray, tours: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
-    """Length of each closed tour: ``points (B, n, 2)``, ``tours (B, n)`` -> ``(B,)``.
+def tour_length(
+    points: torch.Tensor | np.ndarray, tours: torch.Tensor | np.ndarray
+) -> torch.Tensor | np.ndarray:
+    """Length of each closed tour: ``points (B, n, 2)``, ``tours (B, n)`` ->
+    ``(B,)``.
 
-    The sum of the distances between consecutive cities of ``tours[b]``, plus the way back from the last
-    city to the first. Works on torch tensors (differentiable in ``points``) and on NumPy arrays, and returns
-    the same kind.
+    The sum of the distances between consecutive cities of ``tours[b]``, plus the way
+    back from the last city to the first. Works on torch tensors (differentiable in
+    ``points``) and on NumPy arrays, and returns the same kind.
     """
     torch_in = isinstance(points, torch.Tensor)
     if not torch_in:
-        points, tours = torch.tensor(np.asarray(points, dtype=np.float64)), torch.tensor(np.asarray(tours))
+        points, tours = (
+            torch.tensor(np.asarray(points, dtype=np.float64)),
+            torch.tensor(np.asarray(tours)),
+        )
     if points.dim() != 3 or points.shape[-1] != 2:
-        raise ValueError(f"points must have shape (batch, n, 2), got {tuple(points.shape)}")
+        raise ValueError(
+            f"points must have shape (batch, n, 2), got {tuple(points.shape)}"
+        )
     if tuple(tours.shape) != tuple(points.shape[:2]):
-        raise ValueError(f"tours must have shape (batch, n) = {tuple(points.shape[:2])}, got {tuple(tours.shape)}")
+        raise ValueError(
+            f"tours must have shape (batch, n) = {tuple(points.shape[:2])}, got"
+            f" {tuple(tours.shape)}"
+        )
     ordered = points.gather(1, tours.long().unsqueeze(-1).expand(-1, -1, 2))
     lengths = (ordered - ordered.roll(-1, dims=1)).norm(dim=-1).sum(dim=1)
     return lengths if torch_in else lengths.numpy()
 
 
 def _canonical_direction(tours: np.ndarray) -> np.ndarray:
-    """Reverse ``tours[b, 1:]`` where needed so that the second city has a smaller index than the last."""
+    """Reverse ``tours[b, 1:]`` where needed so that the second city has a smaller
+    index than the last."""
     flip = tours[:, 1] > tours[:, -1]
     tours = tours.copy()
     tours[flip, 1:] = tours[flip, 1:][:, ::-1]
@@ -196,44 +283,70 @@ def _canonical_direction(tours: np.ndarray) -> np.ndarray:
 
 
 def solve_tsp_batch(points: object) -> np.ndarray:
-    """Exact optimal tours by Held-Karp dynamic programming, vectorised over subsets and instances.
+    """Exact optimal tours by Held-Karp dynamic programming, vectorised over subsets
+    and instances.
 
-    points ``(batch, n, 2)`` -> tours ``(batch, n)``, each starting at city 0 (see the module's conventions).
-    ``cost[S, j]`` is the shortest path that leaves city 0, visits exactly the cities of the set S and ends at
-    ``j`` in S; it is filled for all sets of one size at once from the sets one smaller:
-    ``cost[S, j] = min_k cost[S - {j}, k] + d(k, j)``. Time O(2^n n^2), memory O(2^n n) per instance.
+    points ``(batch, n, 2)`` -> tours ``(batch, n)``, each starting at city 0 (see
+    the module's conventions). ``cost[S, j]`` is the shortest path that leaves city
+    0, visits exactly the cities of the set S and ends at ``j`` in S; it is filled
+    for all sets of one size at once from the sets one smaller:
+    ``cost[S, j] = min_k cost[S - {j}, k] + d(k, j)``. Time O(2^n n^2), memory O(2^n
+    n) per instance.
     """
     array = _as_points("points", points, 3, "(batch, n, 2)")
     batch, n, _ = array.shape
     if n > MAX_EXACT_CITIES:
-        raise ValueError(f"Held-Karp needs memory 2^n per instance; n must be <= {MAX_EXACT_CITIES}, got {n}")
+        raise ValueError(
+            "Held-Karp needs memory 2^n per instance; n must be <="
+            f" {MAX_EXACT_CITIES}, got {n}"
+        )
     if n <= 3:  # every tour of up to three cities has the same length
         return np.tile(np.arange(n, dtype=np.int64), (batch, 1))
     m = n - 1
-    widest = max(size * math.comb(m, size) for size in range(1, m + 1)) * m  # largest layer, per instance
+    widest = (
+        max(size * math.comb(m, size) for size in range(1, m + 1)) * m
+    )  # largest layer, per instance
     chunk = max(1, _CANDIDATES_PER_CHUNK // widest)
-    return np.concatenate([_held_karp(array[i : i + chunk]) for i in range(0, batch, chunk)])
+    return np.concatenate(
+        [_held_karp(array[i : i + chunk]) for i in range(0, batch, chunk)]
+    )
 
 
 def _held_karp(points: np.ndarray) -> np.ndarray:
     batch, n, _ = points.shape
-    m = n - 1  # cities 1..n-1 are bits 0..m-1 of a subset; the instances are the last axis throughout
+    m = (
+        n - 1
+        # cities 1..n-1 are bits 0..m-1 of a subset; the instances are the last axis
+        # throughout
+    )
     dist = distance_matrices(points).transpose(1, 2, 0)  # (n, n, B)
-    d0 = dist[0, 1:]  # (m, B): from the start to city j (and back: distances are symmetric)
-    d_to = np.ascontiguousarray(dist[1:, 1:].transpose(1, 0, 2))  # d_to[j, k] = d(k, j), (m, m, B)
+    d0 = dist[
+        0, 1:
+    ]  # (m, B): from the start to city j (and back: distances are symmetric)
+    d_to = np.ascontiguousarray(
+        dist[1:, 1:].transpose(1, 0, 2)
+    )  # d_to[j, k] = d(k, j), (m, m, B)
     bits = 1 << np.arange(m)
     cost = np.full((1 << m, m, batch), np.inf)
-    parent = np.zeros((1 << m, m, batch), dtype=np.int8)  # the city before j on the best path
+    parent = np.zeros(
+        (1 << m, m, batch), dtype=np.int8
+    )  # the city before j on the best path
     cost[bits, np.arange(m)] = d0
     subsets = np.arange(1 << m)
     sizes = np.array([bin(s).count("1") for s in subsets])
     for size in range(2, m + 1):
         layer = subsets[sizes == size]
-        s_index, j = np.nonzero((layer[:, None] & bits[None, :]) != 0)  # every pair (S, j) with j in S
+        s_index, j = np.nonzero(
+            (layer[:, None] & bits[None, :]) != 0
+        )  # every pair (S, j) with j in S
         subset = layer[s_index]
-        candidates = cost[subset ^ bits[j]] + d_to[j]  # (pairs, k, B): cost[S - {j}, k] + d(k, j)
+        candidates = (
+            cost[subset ^ bits[j]] + d_to[j]
+        )  # (pairs, k, B): cost[S - {j}, k] + d(k, j)
         best = candidates.argmin(axis=1)
-        cost[subset, j] = np.take_along_axis(candidates, best[:, None, :], axis=1)[:, 0]
+        cost[subset, j] = np.take_along_axis(candidates, best[:, None, :], axis=1)[
+            :, 0
+        ]
         parent[subset, j] = best
     full = (1 << m) - 1
     last = (cost[full] + d0).argmin(axis=0)  # (B,)
@@ -248,31 +361,42 @@ def _held_karp(points: np.ndarray) -> np.ndarray:
 
 
 def solve_tsp(points: object) -> np.ndarray:
-    """The optimal closed tour of ``points (n, 2)`` by Held-Karp, starting at city 0: ``(n,)`` int64."""
+    """The optimal closed tour of ``points (n, 2)`` by Held-Karp, starting at city 0:
+    ``(n,)`` int64."""
     array = _as_points("points", points, 2, "(n, 2)")
     return solve_tsp_batch(array[None])[0]
 
 
-def tsp_data(batch: int, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """``batch`` instances of ``n`` uniform cities in the unit square with their optimal tours as labels.
+def tsp_data(
+    batch: int, n: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch`` instances of ``n`` uniform cities in the unit square with their
+    optimal tours as labels.
 
-    Returns ``points (batch, n, 2)`` float32 and ``tours (batch, n)`` int64 (exact, by Held-Karp on the same
-    float32 coordinates the model sees).
+    Returns ``points (batch, n, 2)`` float32 and ``tours (batch, n)`` int64 (exact,
+    by Held-Karp on the same float32 coordinates the model sees).
     """
     points = torch.rand(batch, n, 2, generator=generator)
     return points, torch.from_numpy(solve_tsp_batch(points))
 
 
 def square_symmetry(points: torch.Tensor, which: torch.Tensor) -> torch.Tensor:
-    """Map each instance ``points (B, n, 2)`` by one of the 8 symmetries of the unit square (``which (B,)``).
+    """Map each instance ``points (B, n, 2)`` by one of the 8 symmetries of the unit
+    square (``which (B,)``).
 
-    ``which`` in 0..7: bit 0 mirrors x, bit 1 mirrors y, bit 2 swaps x and y. Distances are unchanged, so an
-    optimal tour stays optimal with the same labels: a free eightfold augmentation of a labelled TSP set.
+    ``which`` in 0..7: bit 0 mirrors x, bit 1 mirrors y, bit 2 swaps x and y.
+    Distances are unchanged, so an optimal tour stays optimal with the same labels: a
+    free eightfold augmentation of a labelled TSP set.
     """
     if points.dim() != 3 or points.shape[-1] != 2:
-        raise ValueError(f"points must have shape (batch, n, 2), got {tuple(points.shape)}")
+        raise ValueError(
+            f"points must have shape (batch, n, 2), got {tuple(points.shape)}"
+        )
     if tuple(which.shape) != (points.shape[0],):
-        raise ValueError(f"which must have shape (batch,) = ({points.shape[0]},), got {tuple(which.shape)}")
+        raise ValueError(
+            f"which must have shape (batch,) = ({points.shape[0]},), got"
+            f" {tuple(which.shape)}"
+        )
     x, y = points[..., 0], points[..., 1]
     x = torch.where((which % 2 == 1).unsqueeze(-1), 1 - x, x)
     y = torch.where((which // 2 % 2 == 1).unsqueeze(-1), 1 - y, y)
@@ -281,7 +405,8 @@ def square_symmetry(points: torch.Tensor, which: torch.Tensor) -> torch.Tensor:
 
 
 def nearest_neighbour_tour(points: object) -> np.ndarray:
-    """Greedy tours: start at city 0, always go to the closest unvisited city. ``(B, n, 2)`` -> ``(B, n)``."""
+    """Greedy tours: start at city 0, always go to the closest unvisited city. ``(B,
+    n, 2)`` -> ``(B, n)``."""
     dist = distance_matrices(points)
     batch, n, _ = dist.shape
     rows = np.arange(batch)
@@ -296,11 +421,12 @@ def nearest_neighbour_tour(points: object) -> np.ndarray:
 
 
 def two_opt(points: object, tours: object, max_rounds: int = 1000) -> np.ndarray:
-    """Improve ``tours (B, n)`` by 2-opt moves until none shortens any tour (a local optimum).
+    """Improve ``tours (B, n)`` by 2-opt moves until none shortens any tour (a local
+    optimum).
 
-    A move reverses ``tour[i..j]`` (1 <= i < j <= n-1), replacing the edges (t[i-1], t[i]) and (t[j], t[j+1])
-    by (t[i-1], t[j]) and (t[i], t[j+1]). Each round applies, in every tour, the move that shortens it most.
-    City 0 stays first.
+    A move reverses ``tour[i..j]`` (1 <= i < j <= n-1), replacing the edges (t[i-1],
+    t[i]) and (t[j], t[j+1]) by (t[i-1], t[j]) and (t[i], t[j+1]). Each round
+    applies, in every tour, the move that shortens it most. City 0 stays first.
     """
     dist = distance_matrices(points)
     batch, n, _ = dist.shape
@@ -314,7 +440,9 @@ def two_opt(points: object, tours: object, max_rounds: int = 1000) -> np.ndarray
     positions = np.arange(n)[None, :]
     for _ in range(max_rounds):
         a, b, c, d = tours[:, i - 1], tours[:, i], tours[:, j], tours[:, (j + 1) % n]
-        delta = dist[rows, a, c] + dist[rows, b, d] - dist[rows, a, b] - dist[rows, c, d]
+        delta = (
+            dist[rows, a, c] + dist[rows, b, d] - dist[rows, a, b] - dist[rows, c, d]
+        )
         move = delta.argmin(axis=1)
         improve = delta[np.arange(batch), move] < -1e-12
         if not improve.any():

@@ -1,22 +1,28 @@
 """A toy translation task whose true word alignment is known.
 
-The source language is a small English; the target language borrows its words from Spanish but follows an
-invented grammar. A sentence is a main clause followed by clauses that start with a connector: ``and`` (another
-main clause) or a subordinator (``because``, ``while``, ``when``, ``although``). Each clause body is a noun phrase,
-a verb and optionally a second noun phrase; a noun phrase is up to two adjectives and a plural noun
-(``big red dogs see cats because old kings love birds``).
+The source language is a small English; the target language borrows its words from
+Spanish but follows an invented grammar. A sentence is a main clause followed by
+clauses that start with a connector: ``and`` (another main clause) or a subordinator
+(``because``, ``while``, ``when``, ``although``). Each clause body is a noun phrase,
+a verb and optionally a second noun phrase; a noun phrase is up to two adjectives and
+a plural noun (``big red dogs see cats because old kings love birds``).
 
 The translation rule (:func:`translate`) has three steps, applied clause by clause:
 
-1. **swap**: a noun moves in front of the adjectives directly before it (``big red dogs`` -> ``dogs big red``);
-2. **map**: every word is replaced through a one-to-one dictionary (``dogs`` -> ``perros``);
-3. **reverse**: the body of every subordinate clause is written backwards (the subordinator stays first).
+1. 1. **swap**: a noun moves in front of the adjectives directly before it (``big red
+   dogs`` -> ``dogs big red``);
+2. 2. **map**: every word is replaced through a one-to-one dictionary (``dogs`` ->
+   ``perros``);
+3. 3. **reverse**: the body of every subordinate clause is written backwards (the
+   subordinator stays first).
 
-Every target word comes from exactly one source word, so the true alignment is a permutation of the source
-positions: ``alignment[j]`` is the source position of target word ``j``. Sentences have 5 to 60 words (any
-length in between can be generated exactly); the target is as long as the source.
+Every target word comes from exactly one source word, so the true alignment is a
+permutation of the source positions: ``alignment[j]`` is the source position of
+target word ``j``. Sentences have 5 to 60 words (any length in between can be
+generated exactly); the target is as long as the source.
 
-Batches are batch-first and padded with index 0; the target ends with an end-of-sentence token.
+Batches are batch-first and padded with index 0; the target ends with an
+end-of-sentence token.
 """
 
 from __future__ import annotations
@@ -31,15 +37,39 @@ from torch import nn
 
 from attnlab._validate import check_positive
 from attnlab.attention import Score
-from attnlab.metrics import alignment_accuracy, exact_match, scores_by_bucket, token_accuracy
+from attnlab.metrics import (
+    alignment_accuracy,
+    exact_match,
+    scores_by_bucket,
+    token_accuracy,
+)
 from attnlab.seq2seq import AttentionDecoder, Decoder, Encoder, Seq2Seq
 from attnlab.train import History, train
 
 __all__ = [
-    "DICTIONARY", "LENGTH_BUCKETS", "LEXICON", "SOURCE_VOCAB", "TARGET_VOCAB", "Example", "TranslationBatch",
-    "TranslationReport", "Vocab", "attention_maps", "evaluate_translation", "examples_per_length", "make_batch",
-    "make_example", "random_sentence", "sample_examples", "teacher_forced_accuracy", "train_translation",
-    "decay_in_second_half", "training_batches", "translate", "translate_examples", "translation_loss",
+    "DICTIONARY",
+    "LENGTH_BUCKETS",
+    "LEXICON",
+    "SOURCE_VOCAB",
+    "TARGET_VOCAB",
+    "Example",
+    "TranslationBatch",
+    "TranslationReport",
+    "Vocab",
+    "attention_maps",
+    "evaluate_translation",
+    "examples_per_length",
+    "make_batch",
+    "make_example",
+    "random_sentence",
+    "sample_examples",
+    "teacher_forced_accuracy",
+    "train_translation",
+    "decay_in_second_half",
+    "training_batches",
+    "translate",
+    "translate_examples",
+    "translation_loss",
     "translation_model",
 ]
 
@@ -47,30 +77,79 @@ PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 
 #: The dictionary of the rule, by word class (source word -> target word).
 LEXICON: dict[str, dict[str, str]] = {
-    "noun": {"dogs": "perros", "cats": "gatos", "birds": "pájaros", "horses": "caballos", "kings": "reyes",
-             "boys": "niños", "friends": "amigos", "wolves": "lobos", "bears": "osos", "farmers": "granjeros",
-             "teachers": "maestros", "fish": "peces"},
-    "adj": {"big": "grandes", "small": "pequeños", "old": "viejos", "young": "jóvenes", "red": "rojos",
-            "black": "negros", "white": "blancos", "happy": "felices"},
-    "verb": {"see": "ven", "love": "aman", "follow": "siguen", "find": "encuentran", "help": "ayudan",
-             "call": "llaman", "hear": "oyen", "know": "conocen"},
-    "sub": {"because": "porque", "while": "mientras", "when": "cuando", "although": "aunque"},
+    "noun": {
+        "dogs": "perros",
+        "cats": "gatos",
+        "birds": "pájaros",
+        "horses": "caballos",
+        "kings": "reyes",
+        "boys": "niños",
+        "friends": "amigos",
+        "wolves": "lobos",
+        "bears": "osos",
+        "farmers": "granjeros",
+        "teachers": "maestros",
+        "fish": "peces",
+    },
+    "adj": {
+        "big": "grandes",
+        "small": "pequeños",
+        "old": "viejos",
+        "young": "jóvenes",
+        "red": "rojos",
+        "black": "negros",
+        "white": "blancos",
+        "happy": "felices",
+    },
+    "verb": {
+        "see": "ven",
+        "love": "aman",
+        "follow": "siguen",
+        "find": "encuentran",
+        "help": "ayudan",
+        "call": "llaman",
+        "hear": "oyen",
+        "know": "conocen",
+    },
+    "sub": {
+        "because": "porque",
+        "while": "mientras",
+        "when": "cuando",
+        "although": "aunque",
+    },
     "conj": {"and": "y"},
 }
-DICTIONARY: dict[str, str] = {src: tgt for words in LEXICON.values() for src, tgt in words.items()}
-WORD_CLASS: dict[str, str] = {src: cls for cls, words in LEXICON.items() for src in words}
+DICTIONARY: dict[str, str] = {
+    src: tgt for words in LEXICON.values() for src, tgt in words.items()
+}
+WORD_CLASS: dict[str, str] = {
+    src: cls for cls, words in LEXICON.items() for src in words
+}
 _WORDS: dict[str, list[str]] = {cls: list(words) for cls, words in LEXICON.items()}
 MIN_LENGTH, MAX_LENGTH = 5, 60
 #: The source lengths of the paper-style length buckets (inclusive ranges).
-LENGTH_BUCKETS: tuple[tuple[int, int], ...] = ((5, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 60))
+LENGTH_BUCKETS: tuple[tuple[int, int], ...] = (
+    (5, 10),
+    (11, 20),
+    (21, 30),
+    (31, 40),
+    (41, 50),
+    (51, 60),
+)
 
 
 class Vocab:
-    """Words <-> indices. Index 0 is padding; ``specials`` come first, then ``words`` in the given order."""
+    """Words <-> indices. Index 0 is padding; ``specials`` come first, then ``words``
+    in the given order."""
 
-    def __init__(self, words: Sequence[str], specials: Sequence[str] = (PAD,)) -> None:
+    def __init__(
+        self, words: Sequence[str], specials: Sequence[str] = (PAD,)
+    ) -> None:
         if not specials or specials[0] != PAD:
-            raise ValueError(f"the first special token must be {PAD!r} (index 0), got {list(specials)}")
+            raise ValueError(
+                f"the first special token must be {PAD!r} (index 0), got"
+                f" {list(specials)}"
+            )
         self.itos: list[str] = [*specials, *words]
         if len(set(self.itos)) != len(self.itos):
             raise ValueError("vocabulary entries must be unique")
@@ -86,11 +165,14 @@ class Vocab:
         """Indices of ``words``; an unknown word raises ``ValueError``."""
         unknown = [w for w in words if w not in self.stoi]
         if unknown:
-            raise ValueError(f"unknown words {unknown}; the vocabulary has {len(self)} entries")
+            raise ValueError(
+                f"unknown words {unknown}; the vocabulary has {len(self)} entries"
+            )
         return [self.stoi[w] for w in words]
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> list[str]:
-        """Words of ``ids``, stopping at the end-of-sentence token and skipping padding and ``<bos>``."""
+        """Words of ``ids``, stopping at the end-of-sentence token and skipping
+        padding and ``<bos>``."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
         words = []
@@ -107,7 +189,8 @@ TARGET_VOCAB = Vocab(list(DICTIONARY.values()), specials=(PAD, BOS, EOS))
 
 
 def _clauses(source: Sequence[str]) -> list[tuple[int, int, bool]]:
-    """Split a sentence into clause bodies ``(start, end, subordinate)``; connectors sit just before ``start``."""
+    """Split a sentence into clause bodies ``(start, end, subordinate)``; connectors
+    sit just before ``start``."""
     clauses, start, subordinate = [], 0, False
     for i, word in enumerate(source):
         if WORD_CLASS[word] in ("sub", "conj"):
@@ -120,12 +203,15 @@ def _clauses(source: Sequence[str]) -> list[tuple[int, int, bool]]:
 def translate(source: Sequence[str]) -> tuple[list[str], list[int]]:
     """Apply the rule to a source sentence: returns ``(target words, alignment)``.
 
-    ``alignment[j]`` is the source position that target word ``j`` translates. Any sequence of known words
-    is accepted (the rule needs no grammatical parse): swap, map and reverse are defined on every sequence.
+    ``alignment[j]`` is the source position that target word ``j`` translates. Any
+    sequence of known words is accepted (the rule needs no grammatical parse): swap,
+    map and reverse are defined on every sequence.
     """
     unknown = [w for w in source if w not in DICTIONARY]
     if unknown:
-        raise ValueError(f"unknown source words {unknown}; known words: {sorted(DICTIONARY)}")
+        raise ValueError(
+            f"unknown source words {unknown}; known words: {sorted(DICTIONARY)}"
+        )
     order: list[int] = []
     for start, end, subordinate in _clauses(source):
         if start > 0:
@@ -138,7 +224,10 @@ def translate(source: Sequence[str]) -> tuple[list[str], list[int]]:
                 adjectives.append(i)
                 continue
             if cls == "noun":
-                body += [i, *adjectives]  # swap: the noun jumps over the adjectives before it
+                body += [
+                    i,
+                    *adjectives,
+                ]  # swap: the noun jumps over the adjectives before it
             else:
                 body += [*adjectives, i]
             adjectives = []
@@ -152,7 +241,8 @@ def _noun_phrase(n_words: int, rng: random.Random) -> list[str]:
 
 
 def _clause_body(n_words: int, rng: random.Random) -> list[str]:
-    """A clause body of 2 to 7 words: noun phrase + verb (2-4 words) or noun phrase + verb + noun phrase (3-7)."""
+    """A clause body of 2 to 7 words: noun phrase + verb (2-4 words) or noun phrase +
+    verb + noun phrase (3-7)."""
     verb = rng.choice(_WORDS["verb"])
     if n_words == 2 or (n_words <= 4 and rng.random() < 0.5):
         return [*_noun_phrase(n_words - 1, rng), verb]
@@ -164,8 +254,11 @@ def _clause_body(n_words: int, rng: random.Random) -> list[str]:
 def random_sentence(length: int, rng: random.Random) -> list[str]:
     """A random grammatical source sentence of exactly ``length`` words (5 to 60)."""
     if not MIN_LENGTH <= length <= MAX_LENGTH:
-        raise ValueError(f"length must be between {MIN_LENGTH} and {MAX_LENGTH}, got {length}")
-    # n clause bodies of 2..7 words joined by n - 1 connectors; about 4 to 7 words per body.
+        raise ValueError(
+            f"length must be between {MIN_LENGTH} and {MAX_LENGTH}, got {length}"
+        )
+    # n clause bodies of 2..7 words joined by n - 1 connectors; about 4 to 7 words
+    # per body.
     fewest = -(-(length + 1) // 8)
     n = rng.randint(fewest, max(fewest, (length + 1) // 5))
     sizes = [2] * n
@@ -180,7 +273,8 @@ def random_sentence(length: int, rng: random.Random) -> list[str]:
 
 @dataclass(frozen=True)
 class Example:
-    """One sentence pair: ``alignment[j]`` is the source position of target word ``j``."""
+    """One sentence pair: ``alignment[j]`` is the source position of target word
+    ``j``."""
 
     source: tuple[str, ...]
     target: tuple[str, ...]
@@ -193,26 +287,38 @@ def make_example(source: Sequence[str]) -> Example:
     return Example(tuple(source), tuple(target), tuple(alignment))
 
 
-def sample_examples(n: int, min_len: int = 5, max_len: int = 40, seed: int = 0) -> list[Example]:
-    """``n`` examples with source lengths drawn uniformly from ``min_len..max_len``."""
+def sample_examples(
+    n: int, min_len: int = 5, max_len: int = 40, seed: int = 0
+) -> list[Example]:
+    """``n`` examples, source lengths drawn uniformly from ``min_len..max_len``."""
     rng = random.Random(seed)
-    return [make_example(random_sentence(rng.randint(min_len, max_len), rng)) for _ in range(n)]
+    return [
+        make_example(random_sentence(rng.randint(min_len, max_len), rng))
+        for _ in range(n)
+    ]
 
 
-def examples_per_length(per_length: int, min_len: int = 5, max_len: int = 60, seed: int = 1) -> list[Example]:
-    """A test set with exactly ``per_length`` examples of every source length in ``min_len..max_len``."""
+def examples_per_length(
+    per_length: int, min_len: int = 5, max_len: int = 60, seed: int = 1
+) -> list[Example]:
+    """A test set with exactly ``per_length`` examples of every source length in
+    ``min_len..max_len``."""
     rng = random.Random(seed)
-    return [make_example(random_sentence(length, rng))
-            for length in range(min_len, max_len + 1) for _ in range(per_length)]
+    return [
+        make_example(random_sentence(length, rng))
+        for length in range(min_len, max_len + 1)
+        for _ in range(per_length)
+    ]
 
 
 @dataclass
 class TranslationBatch:
     """A padded, batch-first batch.
 
-    src ``(B, S)`` source indices; src_mask ``(B, S)`` True at real words; tgt ``(B, T)`` target indices ending
-    with ``<eos>`` (T = longest target + 1); tgt_mask ``(B, T)``; alignment ``(B, T)`` source position of each
-    target word, -1 at ``<eos>`` and padding.
+    src ``(B, S)`` source indices; src_mask ``(B, S)`` True at real words; tgt ``(B,
+    T)`` target indices ending with ``<eos>`` (T = longest target + 1); tgt_mask
+    ``(B, T)``; alignment ``(B, T)`` source position of each target word, -1 at
+    ``<eos>`` and padding.
     """
 
     src: torch.Tensor
@@ -231,8 +337,11 @@ class TranslationBatch:
         return self.src.shape[0]
 
 
-def make_batch(examples: Sequence[Example], src_vocab: Vocab = SOURCE_VOCAB,
-               tgt_vocab: Vocab = TARGET_VOCAB) -> TranslationBatch:
+def make_batch(
+    examples: Sequence[Example],
+    src_vocab: Vocab = SOURCE_VOCAB,
+    tgt_vocab: Vocab = TARGET_VOCAB,
+) -> TranslationBatch:
     """Pad a list of examples into a :class:`TranslationBatch`."""
     if not examples:
         raise ValueError("make_batch needs at least one example")
@@ -243,21 +352,41 @@ def make_batch(examples: Sequence[Example], src_vocab: Vocab = SOURCE_VOCAB,
     alignment = torch.full((len(examples), t_len), -1, dtype=torch.long)
     for b, e in enumerate(examples):
         src[b, : len(e.source)] = torch.tensor(src_vocab.encode(e.source))
-        tgt[b, : len(e.target) + 1] = torch.tensor(tgt_vocab.encode(e.target) + [tgt_vocab.eos])
-        alignment[b, : len(e.alignment)] = torch.tensor(e.alignment, dtype=torch.long)
-    return TranslationBatch(src, src != src_vocab.pad, tgt, tgt != tgt_vocab.pad, alignment, list(examples))
+        tgt[b, : len(e.target) + 1] = torch.tensor(
+            tgt_vocab.encode(e.target) + [tgt_vocab.eos]
+        )
+        alignment[b, : len(e.alignment)] = torch.tensor(
+            e.alignment, dtype=torch.long
+        )
+    return TranslationBatch(
+        src,
+        src != src_vocab.pad,
+        tgt,
+        tgt != tgt_vocab.pad,
+        alignment,
+        list(examples),
+    )
 
 
-def training_batches(batch_size: int, min_len: int = 5, max_len: int = 40, seed: int = 0,
-                     pool: int = 8) -> Callable[[int], TranslationBatch]:
-    """``next_batch(step)`` for :func:`attnlab.train.train`: random examples, source lengths uniform.
+def training_batches(
+    batch_size: int,
+    min_len: int = 5,
+    max_len: int = 40,
+    seed: int = 0,
+    pool: int = 8,
+) -> Callable[[int], TranslationBatch]:
+    """``next_batch(step)`` for :func:`attnlab.train.train`: random examples, source
+    lengths uniform.
 
-    Batch ``step`` depends only on ``seed`` and ``step``. Every ``pool`` consecutive batches are cut from
-    ``pool * batch_size`` examples sorted by length, so the words in a batch have similar lengths and little
-    time goes into padding; the order of the batches within a pool is shuffled.
+    Batch ``step`` depends only on ``seed`` and ``step``. Every ``pool`` consecutive
+    batches are cut from ``pool * batch_size`` examples sorted by length, so the
+    words in a batch have similar lengths and little time goes into padding; the
+    order of the batches within a pool is shuffled.
     """
     if batch_size < 1 or pool < 1:
-        raise ValueError(f"batch_size and pool must be >= 1, got {batch_size} and {pool}")
+        raise ValueError(
+            f"batch_size and pool must be >= 1, got {batch_size} and {pool}"
+        )
     cache: dict[int, list[list[Example]]] = {}
 
     def next_batch(step: int) -> TranslationBatch:
@@ -265,9 +394,16 @@ def training_batches(batch_size: int, min_len: int = 5, max_len: int = 40, seed:
         if index not in cache:
             cache.clear()
             rng = random.Random(f"{seed}-{index}")
-            examples = sorted((make_example(random_sentence(rng.randint(min_len, max_len), rng))
-                               for _ in range(pool * batch_size)), key=lambda e: len(e.source))
-            chunks = [examples[i * batch_size:(i + 1) * batch_size] for i in range(pool)]
+            examples = sorted(
+                (
+                    make_example(random_sentence(rng.randint(min_len, max_len), rng))
+                    for _ in range(pool * batch_size)
+                ),
+                key=lambda e: len(e.source),
+            )
+            chunks = [
+                examples[i * batch_size : (i + 1) * batch_size] for i in range(pool)
+            ]
             rng.shuffle(chunks)
             cache[index] = chunks
         return make_batch(cache[index][within])
@@ -275,76 +411,152 @@ def training_batches(batch_size: int, min_len: int = 5, max_len: int = 40, seed:
     return next_batch
 
 
-# Models, training and evaluation on this task (shared by the chapters on encoder-decoders and attention).
+# Models, training and evaluation on this task (shared by the chapters on
+# encoder-decoders and attention).
 
 
-def translation_model(attention: bool = True, *, hidden_size: int = 128, embed_size: int = 64, cell: str = "gru",
-                      bidirectional: bool = True, attention_size: int = 64,
-                      score: Score | nn.Module | None = None) -> Seq2Seq:
-    """An encoder-decoder for this task: RNNenc (``attention=False``) or RNNsearch (``attention=True``).
+def translation_model(
+    attention: bool = True,
+    *,
+    hidden_size: int = 128,
+    embed_size: int = 64,
+    cell: str = "gru",
+    bidirectional: bool = True,
+    attention_size: int = 64,
+    score: Score | nn.Module | None = None,
+) -> Seq2Seq:
+    """An encoder-decoder for this task: RNNenc (``attention=False``) or RNNsearch
+    (``attention=True``).
 
-    Both models share the encoder: ``hidden_size`` units in total (half per direction when bidirectional), and
-    a decoder state of ``hidden_size``; so the two differ only in where the decoder's context comes from.
-    The attention decoder scores with an additive score of ``attention_size`` hidden units, or with ``score``.
+    Both models share the encoder: ``hidden_size`` units in total (half per direction
+    when bidirectional), and a decoder state of ``hidden_size``; so the two differ
+    only in where the decoder's context comes from. The attention decoder scores with
+    an additive score of ``attention_size`` hidden units, or with ``score``.
     """
     if bidirectional and hidden_size % 2:
-        raise ValueError(f"a bidirectional encoder splits hidden_size in two halves; got odd {hidden_size}")
-    encoder = Encoder(len(SOURCE_VOCAB), embed_size, hidden_size // 2 if bidirectional else hidden_size,
-                      cell=cell, bidirectional=bidirectional)
-    ids = {"pad_id": TARGET_VOCAB.pad, "bos_id": TARGET_VOCAB.bos, "eos_id": TARGET_VOCAB.eos}
+        raise ValueError(
+            "a bidirectional encoder splits hidden_size in two halves; got odd"
+            f" {hidden_size}"
+        )
+    encoder = Encoder(
+        len(SOURCE_VOCAB),
+        embed_size,
+        hidden_size // 2 if bidirectional else hidden_size,
+        cell=cell,
+        bidirectional=bidirectional,
+    )
+    ids = {
+        "pad_id": TARGET_VOCAB.pad,
+        "bos_id": TARGET_VOCAB.bos,
+        "eos_id": TARGET_VOCAB.eos,
+    }
     if attention:
-        decoder = AttentionDecoder(len(TARGET_VOCAB), embed_size, hidden_size, encoder.output_size, score=score,
-                                   attention_size=attention_size, cell=cell, **ids)
+        decoder = AttentionDecoder(
+            len(TARGET_VOCAB),
+            embed_size,
+            hidden_size,
+            encoder.output_size,
+            score=score,
+            attention_size=attention_size,
+            cell=cell,
+            **ids,
+        )
     else:
         if score is not None:
             raise ValueError("score is only used with attention=True")
-        decoder = Decoder(len(TARGET_VOCAB), embed_size, hidden_size, encoder.output_size, cell=cell, **ids)
+        decoder = Decoder(
+            len(TARGET_VOCAB),
+            embed_size,
+            hidden_size,
+            encoder.output_size,
+            cell=cell,
+            **ids,
+        )
     return Seq2Seq(encoder, decoder)
 
 
 def translation_loss(model: Seq2Seq, batch: TranslationBatch) -> torch.Tensor:
-    """Cross-entropy per target word (``<eos>`` included, padding excluded), with teacher forcing."""
+    """Cross-entropy per target word (``<eos>`` included, padding excluded), with
+    teacher forcing."""
     logits = model(batch.src, batch.src_mask, batch.tgt).logits
-    return F.cross_entropy(logits.flatten(0, 1), batch.tgt.flatten(), ignore_index=TARGET_VOCAB.pad)
+    return F.cross_entropy(
+        logits.flatten(0, 1), batch.tgt.flatten(), ignore_index=TARGET_VOCAB.pad
+    )
 
 
 def teacher_forced_accuracy(model: Seq2Seq, batch: TranslationBatch) -> float:
-    """Share of target words (``<eos>`` included) that the model ranks first when fed the true previous words."""
+    """Share of target words (``<eos>`` included) that the model ranks first when fed
+    the true previous words."""
     predicted = model(batch.src, batch.src_mask, batch.tgt).tokens
-    return ((predicted == batch.tgt) & batch.tgt_mask).sum().item() / batch.tgt_mask.sum().item()
+    return (
+        (predicted == batch.tgt) & batch.tgt_mask
+    ).sum().item() / batch.tgt_mask.sum().item()
 
 
 def decay_in_second_half(steps: int) -> Callable[[int], float]:
-    """A learning-rate factor for ``train``: 1 for the first half of ``steps``, then linearly down to 0.1."""
+    """A learning-rate factor for ``train``: 1 for the first half of ``steps``, then
+    linearly down to 0.1."""
     return lambda step: min(1.0, max(0.1, 2.0 * (1.0 - step / steps)))
 
 
-def train_translation(model: Seq2Seq, steps: int, *, batch_size: int = 64, lr: float = 2e-3, seed: int = 0,
-                      min_len: int = 5, max_len: int = 40, eval_every: int = 100,
-                      desc: str = "training",
-                      loss_fn: Callable[[Seq2Seq, TranslationBatch], torch.Tensor] = translation_loss,
-                      lr_factor: Callable[[int], float] | None = None) -> History:
-    """Train ``model`` on random batches of lengths ``min_len..max_len`` with :func:`attnlab.train.train`.
+def train_translation(
+    model: Seq2Seq,
+    steps: int,
+    *,
+    batch_size: int = 64,
+    lr: float = 2e-3,
+    seed: int = 0,
+    min_len: int = 5,
+    max_len: int = 40,
+    eval_every: int = 100,
+    desc: str = "training",
+    loss_fn: Callable[[Seq2Seq, TranslationBatch], torch.Tensor] = translation_loss,
+    lr_factor: Callable[[int], float] | None = None,
+) -> History:
+    """Train ``model`` on random batches of lengths ``min_len..max_len`` with
+    :func:`attnlab.train.train`.
 
-    Every ``eval_every`` steps the history records ``val_accuracy``, the teacher-forced word accuracy on 128
-    held-out sentences of length ``max_len - 9 .. max_len`` (the hardest training lengths). ``loss_fn(model,
-    batch)`` replaces the cross-entropy (e.g. a model with hard attention needs its own loss). ``lr_factor``
-    schedules the learning rate (e.g. :func:`decay_in_second_half`); by default it stays at ``lr``.
+    Every ``eval_every`` steps the history records ``val_accuracy``, the
+    teacher-forced word accuracy on 128 held-out sentences of length ``max_len - 9 ..
+    max_len`` (the hardest training lengths). ``loss_fn(model, batch)`` replaces the
+    cross-entropy (e.g. a model with hard attention needs its own loss).
+    ``lr_factor`` schedules the learning rate (e.g. :func:`decay_in_second_half`); by
+    default it stays at ``lr``.
     """
-    held_out = make_batch(sample_examples(128, max(min_len, max_len - 9), max_len, seed=10_000 + seed))
-    return train(model, training_batches(batch_size, min_len, max_len, seed=seed), loss_fn, steps=steps,
-                 batch_size=batch_size, lr=lr, lr_factor=lr_factor, eval_every=eval_every, desc=desc,
-                 evaluate=lambda m: {"val_accuracy": teacher_forced_accuracy(m, held_out)})
+    held_out = make_batch(
+        sample_examples(128, max(min_len, max_len - 9), max_len, seed=10_000 + seed)
+    )
+    return train(
+        model,
+        training_batches(batch_size, min_len, max_len, seed=seed),
+        loss_fn,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        lr_factor=lr_factor,
+        eval_every=eval_every,
+        desc=desc,
+        evaluate=lambda m: {"val_accuracy": teacher_forced_accuracy(m, held_out)},
+    )
 
 
 def _batches(examples: Sequence[Example], batch_size: int) -> list[TranslationBatch]:
-    return [make_batch(examples[i:i + batch_size]) for i in range(0, len(examples), batch_size)]
+    return [
+        make_batch(examples[i : i + batch_size])
+        for i in range(0, len(examples), batch_size)
+    ]
 
 
 @torch.no_grad()
-def translate_examples(model: Seq2Seq, examples: Sequence[Example], *, beam_size: int | None = None,
-                       batch_size: int = 128) -> list[list[str]]:
-    """The model's translations (greedy, or beam search of width ``beam_size``) as lists of target words."""
+def translate_examples(
+    model: Seq2Seq,
+    examples: Sequence[Example],
+    *,
+    beam_size: int | None = None,
+    batch_size: int = 128,
+) -> list[list[str]]:
+    """The model's translations (greedy, or beam search of width ``beam_size``) as
+    lists of target words."""
     model.eval()
     predictions: list[list[str]] = []
     for batch in _batches(examples, batch_size):
@@ -357,12 +569,14 @@ def translate_examples(model: Seq2Seq, examples: Sequence[Example], *, beam_size
 
 
 @torch.no_grad()
-def attention_maps(model: Seq2Seq, examples: Sequence[Example], *,
-                   batch_size: int = 128) -> tuple[list[torch.Tensor], float]:
+def attention_maps(
+    model: Seq2Seq, examples: Sequence[Example], *, batch_size: int = 128
+) -> tuple[list[torch.Tensor], float]:
     """Teacher-forced attention of an attention model on the true translations.
 
-    Returns one ``(len(target), len(source))`` weight matrix per example (the row of ``<eos>`` left out) and the
-    alignment accuracy over all target words (:func:`attnlab.metrics.alignment_accuracy`).
+    Returns one ``(len(target), len(source))`` weight matrix per example (the row of
+    ``<eos>`` left out) and the alignment accuracy over all target words
+    (:func:`attnlab.metrics.alignment_accuracy`).
     """
     model.eval()
     maps: list[torch.Tensor] = []
@@ -374,7 +588,10 @@ def attention_maps(model: Seq2Seq, examples: Sequence[Example], *,
         counted = int((batch.alignment >= 0).sum())
         hits += alignment_accuracy(weights, batch.alignment) * counted
         total += counted
-        maps += [w[: len(e.target), : len(e.source)] for w, e in zip(weights, batch.examples, strict=True)]
+        maps += [
+            w[: len(e.target), : len(e.source)]
+            for w, e in zip(weights, batch.examples, strict=True)
+        ]
     return maps, hits / total
 
 
@@ -386,22 +603,32 @@ class TranslationReport:
     predictions: list[list[str]]
     references: list[list[str]]
 
-    def by_bucket(self, buckets: Sequence[tuple[int, int]] = LENGTH_BUCKETS) -> list[dict[str, float | str]]:
-        """Token accuracy, exact match and BLEU per bucket of source lengths (:func:`scores_by_bucket`)."""
-        return scores_by_bucket(self.lengths, self.predictions, self.references, buckets)
+    def by_bucket(
+        self, buckets: Sequence[tuple[int, int]] = LENGTH_BUCKETS
+    ) -> list[dict[str, float | str]]:
+        """Token accuracy, exact match and BLEU per bucket of source lengths
+        (:func:`scores_by_bucket`)."""
+        return scores_by_bucket(
+            self.lengths, self.predictions, self.references, buckets
+        )
 
-    def by_length(self, width: int = 5) -> tuple[list[float], list[float], list[float]]:
-        """Word accuracy and exact match in bins of ``width`` source lengths (for a curve over length).
+    def by_length(
+        self, width: int = 5
+    ) -> tuple[list[float], list[float], list[float]]:
+        """Word accuracy and exact match in bins of ``width`` source lengths (for a
+        curve over length).
 
-        Returns ``(mean source length, word accuracy, exact-match rate)`` of each non-empty bin, the bins starting
-        at the shortest sentence.
+        Returns ``(mean source length, word accuracy, exact-match rate)`` of each
+        non-empty bin, the bins starting at the shortest sentence.
         """
         check_positive("width", width)
         centres: list[float] = []
         word: list[float] = []
         exact: list[float] = []
         for low in range(min(self.lengths), max(self.lengths) + 1, width):
-            chosen = [i for i, n in enumerate(self.lengths) if low <= n < low + width]
+            chosen = [
+                i for i, n in enumerate(self.lengths) if low <= n < low + width
+            ]
             if chosen:
                 preds = [self.predictions[i] for i in chosen]
                 refs = [self.references[i] for i in chosen]
@@ -418,8 +645,14 @@ class TranslationReport:
         return rows[0]
 
 
-def evaluate_translation(model: Seq2Seq, examples: Sequence[Example], *,
-                         beam_size: int | None = None) -> TranslationReport:
-    """Translate ``examples`` (greedy or beam search) and keep what is needed to score them by length."""
+def evaluate_translation(
+    model: Seq2Seq, examples: Sequence[Example], *, beam_size: int | None = None
+) -> TranslationReport:
+    """Translate ``examples`` (greedy or beam search) and keep what is needed to
+    score them by length."""
     predictions = translate_examples(model, examples, beam_size=beam_size)
-    return TranslationReport([len(e.source) for e in examples], predictions, [list(e.target) for e in examples])
+    return TranslationReport(
+        [len(e.source) for e in examples],
+        predictions,
+        [list(e.target) for e in examples],
+    )
