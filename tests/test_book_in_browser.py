@@ -72,6 +72,30 @@ def wait_for_math(page) -> None:
                                " && document.querySelectorAll('mjx-container').length > 0", timeout=20_000)
 
 
+# Code blocks a reader sees: notebook code cells, show_source output, code in the prose pages. Printed
+# text output (tables of numbers) is not code and may be wider.
+WIDE_CODE = """Array.from(document.querySelectorAll('article pre'))
+  .filter(p => !p.closest('.output.stream, .output.text_plain, .output.traceback, .output.error'))
+  .filter(p => p.scrollWidth > p.clientWidth + 1)
+  .map(p => p.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b))"""
+
+
+def code_that_scrolls(page) -> list[str]:
+    return page.evaluate(WIDE_CODE)
+
+
+def test_the_code_check_finds_a_block_that_scrolls(browser, server):
+    page, _ = open_page(browser, f"{server}/book/setup.html")
+    try:
+        assert not code_that_scrolls(page)
+        page.evaluate("document.querySelector('article div.highlight pre').textContent = 'x'.repeat(120)")
+        assert code_that_scrolls(page) == ["x" * 120]
+        page.evaluate("document.querySelector('article div.highlight pre').textContent = 'x'.repeat(85)")
+        assert not code_that_scrolls(page), "the column does not show 85 characters of code"
+    finally:
+        page.close()
+
+
 def test_every_chapter_is_built():
     assert set(CHAPTERS) <= set(PAGES)
 
@@ -92,6 +116,15 @@ def test_page(browser, server, name):
                                     "('figcaption') && i.closest('figure').querySelector('figcaption')"
                                     ".innerText.trim())).length")
         assert uncaptioned == 0, f"{uncaptioned} output figure(s) without a caption"
+        no_alt = page.evaluate("Array.from(document.querySelectorAll('article img'))"
+                               ".filter(i => !(i.getAttribute('alt') || '').trim()).map(i => i.src)")
+        assert not no_alt, f"images without alt text: {no_alt}"
+        assert not code_that_scrolls(page), (
+            f"code blocks wider than the text column at 1280 px (their longest lines): {code_that_scrolls(page)}")
+        levels = page.evaluate("Array.from(document.querySelectorAll('article h1, article h2, article h3, "
+                               "article h4, article h5, article h6')).map(h => Number(h.tagName[1]))")
+        skipped = [(a, b) for a, b in zip(levels, levels[1:]) if b > a + 1]
+        assert levels and levels[0] == 1 and not skipped, f"headings out of order: {levels}"
         assert not errors, f"console errors: {errors}"
         if name in CHAPTERS:
             colab = page.evaluate("Array.from(document.querySelectorAll('a')).map(a => a.href)"

@@ -53,12 +53,48 @@ def test_structure_goals_exercises_summary(path):
     assert len(re.findall(r"```\{exercise\}", markdown)) >= 3
 
 
+def figure_cells(path):
+    """Code cells that draw a figure: they call plt.subplots/plt.figure, or carry a figure caption."""
+    return [cell for cell in code_cells(read(path))
+            if re.search(r"plt\.subplots\(|plt\.figure\(", cell.source) or "figure" in cell.metadata.get("mystnb", {})]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_every_figure_cell_has_a_caption(path):
-    for cell in code_cells(read(path)):
-        if re.search(r"plt\.subplots\(|plt\.figure\(", cell.source):
-            caption = cell.metadata.get("mystnb", {}).get("figure", {}).get("caption", "")
-            assert caption.strip(), f"{path.name}: figure cell without a caption: {cell.source[:80]!r}"
+def test_every_figure_cell_has_a_caption_and_alt_text(path):
+    for cell in figure_cells(path):
+        mystnb = cell.metadata.get("mystnb", {})
+        caption = mystnb.get("figure", {}).get("caption", "")
+        assert caption.strip(), f"{path.name}: figure cell without a caption: {cell.source[:80]!r}"
+        alt = mystnb.get("image", {}).get("alt", "")
+        assert len(alt.split()) >= 8, (
+            f"{path.name}: figure {mystnb['figure'].get('name')!r} has no alt text that says what it shows "
+            "(metadata mystnb.image.alt, a sentence or more)")
+
+
+# Rainbow maps are not colour-blind safe and not perceptually uniform; these are, or are diverging maps
+# that stay readable with the common colour-vision deficiencies.
+COLOUR_MAPS_ALLOWED = {"viridis", "cividis", "magma", "inferno", "plasma", "Greys", "Blues", "Purples",
+                       "Oranges", "Greens", "RdBu", "RdBu_r", "PuOr", "PuOr_r", "BrBG", "coolwarm"}
+COLOUR_MAP_NAMED = re.compile(r"""cmap\s*=\s*["'](\w+)["']|get_cmap\(\s*["'](\w+)["']|colormaps\[\s*["'](\w+)["']"""
+                              r"|plt\.cm\.(\w+)|matplotlib\.cm\.(\w+)")
+
+
+def colour_maps(text: str) -> set[str]:
+    return {name for match in COLOUR_MAP_NAMED.findall(text) for name in match if name}
+
+
+def test_colour_maps_are_colour_blind_safe():
+    sources = {path.name: "\n".join(cell.source for cell in code_cells(read(path))) for path in NOTEBOOKS}
+    sources |= {str(path.relative_to(ROOT)): path.read_text() for path in (ROOT / "src").rglob("*.py")}
+    used = {name: colour_maps(text) for name, text in sources.items()}
+    assert set().union(*used.values()) >= {"viridis"}, "no colour map found: the search is broken"
+    wrong = {name: sorted(maps - COLOUR_MAPS_ALLOWED) for name, maps in used.items() if maps - COLOUR_MAPS_ALLOWED}
+    assert not wrong, f"colour maps that are not colour-blind safe (use viridis or cividis): {wrong}"
+
+
+def test_the_colour_map_search_finds_each_way_of_naming_one():
+    text = "imshow(a, cmap='jet'); plt.get_cmap(\"hsv\"); matplotlib.colormaps['rainbow']; plt.cm.turbo"
+    assert colour_maps(text) == {"jet", "hsv", "rainbow", "turbo"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
