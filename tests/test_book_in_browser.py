@@ -123,7 +123,7 @@ def test_page(browser, server, name):
             f"code blocks wider than the text column at 1280 px (their longest lines): {code_that_scrolls(page)}")
         levels = page.evaluate("Array.from(document.querySelectorAll('article h1, article h2, article h3, "
                                "article h4, article h5, article h6')).map(h => Number(h.tagName[1]))")
-        skipped = [(a, b) for a, b in zip(levels, levels[1:]) if b > a + 1]
+        skipped = [(a, b) for a, b in zip(levels, levels[1:], strict=False) if b > a + 1]
         assert levels and levels[0] == 1 and not skipped, f"headings out of order: {levels}"
         assert not errors, f"console errors: {errors}"
         if name in CHAPTERS:

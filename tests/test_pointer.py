@@ -250,10 +250,17 @@ def test_pointer_distributions_figure_marks_the_chosen_inputs():
 def test_full_scale_tsp_command_runs_at_toy_size(capsys):
     from attnlab.experiments.pointer_tsp import main
 
-    main(["--steps", "3", "--hidden", "8", "--train-size", "64", "--test-size", "40", "--beam", "3",
-          "--batch-size", "16"])
+    main(["--steps", "3", "--hidden", "8", "--train-size", "64", "--val-size", "16", "--test-size", "40",
+          "--beam", "3", "--batch-size", "16"])
     out = capsys.readouterr().out
-    for row in ("optimal (Held-Karp)", "pointer network, greedy", "beam 3 (shortest)", "nearest neighbour",
-                "2-opt"):
-        assert row in out
-    assert "0.00%" in out.split("optimal (Held-Karp)")[1].splitlines()[0]  # the optimum has no gap
+    assert "greedy gap on 16 validation instances" in out
+    table = out.split("test instances\n")[1]
+    rows = {line[:40].strip(): line[40:].split() for line in table.splitlines()[1:] if "%" in line}
+    assert list(rows) == ["optimal (Held-Karp)", "pointer network, greedy", "pointer network, beam 3 (most probable)",
+                          "pointer network, beam 3 (shortest)", "nearest neighbour", "2-opt (from nearest neighbour)",
+                          "2-opt (best of 3 starts)", "2-opt (from the greedy tours)"]
+    assert rows["optimal (Held-Karp)"][1:] == ["0.00%", "0.00%"]  # the optimum has no gap, either way
+    gap = {name: float(values[2].rstrip("%")) for name, values in rows.items()}  # mean per-instance gap
+    assert all(g >= 0 for g in gap.values())
+    assert gap["pointer network, beam 3 (shortest)"] <= gap["pointer network, beam 3 (most probable)"]
+    assert gap["2-opt (best of 3 starts)"] <= gap["2-opt (from nearest neighbour)"]  # start 0 is one of the 3

@@ -154,6 +154,23 @@ def test_two_opt_reaches_a_local_optimum_and_keeps_optimal_tours():
 def test_nearest_neighbour_by_hand():
     points = np.array([[[0.0, 0.0], [3.0, 0.0], [1.0, 0.0], [2.0, 0.0]]])
     np.testing.assert_array_equal(nearest_neighbour_tour(points), [[0, 2, 3, 1]])
+    # from city 1 (x = 3): 1 -> 3 (x = 2) -> 2 (x = 1) -> 0, rotated to begin at city 0
+    np.testing.assert_array_equal(nearest_neighbour_tour(points, start=1), [[0, 1, 3, 2]])
+
+
+def test_nearest_neighbour_from_any_start_follows_the_rule():
+    points = np.random.default_rng(6).random((40, 8, 2))
+    dist = np.linalg.norm(points[:, :, None] - points[:, None, :], axis=-1)
+    for start in range(8):
+        tours = nearest_neighbour_tour(points, start=start)
+        assert_tours(tours, 8)
+        for b in range(40):  # walk the closed tour from `start`: each step goes to the closest unvisited city
+            order = np.roll(tours[b], -int(np.flatnonzero(tours[b] == start)[0]))
+            for k in range(1, 8):
+                unvisited = [c for c in range(8) if c not in order[:k]]
+                assert dist[b, order[k - 1], order[k]] == min(dist[b, order[k - 1], c] for c in unvisited)
+    with pytest.raises(ValueError, match="start must be a city between 0 and 7, got 8"):
+        nearest_neighbour_tour(points, start=8)
 
 
 def test_sorting_data_targets_sort_the_values():

@@ -404,20 +404,27 @@ def square_symmetry(points: torch.Tensor, which: torch.Tensor) -> torch.Tensor:
     return torch.stack([torch.where(swap, y, x), torch.where(swap, x, y)], dim=-1)
 
 
-def nearest_neighbour_tour(points: object) -> np.ndarray:
-    """Greedy tours: start at city 0, always go to the closest unvisited city. ``(B,
-    n, 2)`` -> ``(B, n)``."""
+def nearest_neighbour_tour(points: object, start: int = 0) -> np.ndarray:
+    """Greedy tours: from city ``start``, always go to the closest unvisited city.
+    ``(B, n, 2)`` -> ``(B, n)``.
+
+    The tour is returned rotated to begin at city 0 (the same closed tour), as every
+    tour in this package is.
+    """
     dist = distance_matrices(points)
     batch, n, _ = dist.shape
+    if not 0 <= start < n:
+        raise ValueError(f"start must be a city between 0 and {n - 1}, got {start}")
     rows = np.arange(batch)
-    tours = np.zeros((batch, n), dtype=np.int64)
+    tours = np.full((batch, n), start, dtype=np.int64)
     visited = np.zeros((batch, n), dtype=bool)
-    visited[:, 0] = True
+    visited[:, start] = True
     for step in range(1, n):
         here = dist[rows, tours[:, step - 1]]
         tours[:, step] = np.where(visited, np.inf, here).argmin(axis=-1)
         visited[rows, tours[:, step]] = True
-    return tours
+    first = (tours == 0).argmax(axis=1)
+    return tours[rows[:, None], (first[:, None] + np.arange(n)) % n]
 
 
 def two_opt(points: object, tours: object, max_rounds: int = 1000) -> np.ndarray:
