@@ -98,6 +98,13 @@ def test_the_colour_map_search_finds_each_way_of_naming_one():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_the_opening_links_to_the_notation_page(path):
+    opening = read(path).cells[0].source
+    assert re.search(r"\{doc\}`[^`]*\.\./book/notation>?`", opening), (
+        f"{path.name}: the chapter's first cell must link to the notation page ({{doc}}`../book/notation`)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_seeded(path):
     source = "\n".join(c.source for c in code_cells(read(path)))
     assert "seed_everything(" in source
