@@ -286,6 +286,30 @@ def test_ntm_shapes_trace_and_weightings():
         model(torch.randn(5, 7, 4))
 
 
+def test_trace_records_the_head_parameters_that_produced_each_weighting():
+    model = small_ntm()
+    inputs = torch.randn(3, 6, 3)
+    _, _, trace = model.run(inputs, trace=True)
+    assert trace.gates.shape == trace.gammas.shape == trace.betas.shape == (3, 6, 2)
+    assert trace.kernels.shape == (3, 6, 2, 3)
+    assert ((trace.gates > 0) & (trace.gates < 1)).all() and (trace.gammas >= 1).all() and (trace.betas >= 0).all()
+    torch.testing.assert_close(trace.kernels.sum(-1), torch.ones(3, 6, 2))
+    state = model.initial_state(3)
+    for t in range(6):  # step by step: split the controller's output by hand, head 0 reads and head 1 writes
+        h, _ = model.controller(torch.cat([inputs[:, t], state.read], dim=-1), state.controller)
+        raw = model.head_layer(h).reshape(3, 2, -1)
+        for head in range(2):
+            params = ntm.head_parameters(raw[:, head], model.memory_width)
+            torch.testing.assert_close(trace.gates[:, t, head], params.gate)
+            torch.testing.assert_close(trace.gammas[:, t, head], params.gamma)
+            torch.testing.assert_close(trace.betas[:, t, head], params.beta)
+            torch.testing.assert_close(trace.kernels[:, t, head], params.kernel)
+            weights = ntm.address(state.memory, state.weights[:, head], *params)
+            recorded = trace.read_weights if head == 0 else trace.write_weights
+            torch.testing.assert_close(recorded[:, t], weights)
+        _, state, _ = model.step(inputs[:, t], state)
+
+
 def test_state_is_explicit_so_runs_can_be_split():
     model = small_ntm()
     inputs = torch.randn(2, 6, 3)

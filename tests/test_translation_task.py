@@ -279,3 +279,24 @@ def test_report_by_length_by_hand():
     assert word == pytest.approx([14 / 20, 21 / 22]) and exact == pytest.approx([2 / 3, 1 / 2])
     with pytest.raises(ValueError, match="width must be > 0"):
         report.by_length(width=0)
+
+
+def test_train_translation_clips_the_gradient_norm_unless_told_not_to(monkeypatch):
+    import attnlab.train
+
+    norms: list[float] = []
+    clip = attnlab.train.nn.utils.clip_grad_norm_
+
+    def recording_clip(parameters, max_norm):
+        norms.append(max_norm)
+        return clip(parameters, max_norm)
+
+    monkeypatch.setattr(attnlab.train.nn.utils, "clip_grad_norm_", recording_clip)
+    torch.manual_seed(0)
+    model = translation_model(hidden_size=16, embed_size=8, attention_size=8)
+    train_translation(model, 2, batch_size=8, eval_every=2, desc="test")
+    assert norms == [1.0, 1.0]
+    train_translation(model, 2, batch_size=8, eval_every=2, desc="test", clip=None)
+    assert norms == [1.0, 1.0]  # no further clipping
+    train_translation(model, 1, batch_size=8, eval_every=1, desc="test", clip=5.0)
+    assert norms == [1.0, 1.0, 5.0]

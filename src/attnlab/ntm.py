@@ -259,6 +259,11 @@ class NTMTrace(NamedTuple):
     write_weights: torch.Tensor  # (batch, T, N)
     read_vectors: torch.Tensor  # (batch, T, M)
     add_vectors: torch.Tensor  # (batch, T, M)
+    # What each head emitted, head 0 reading and head 1 writing: (batch, T, heads)
+    betas: torch.Tensor
+    gates: torch.Tensor
+    gammas: torch.Tensor
+    kernels: torch.Tensor  # (batch, T, heads, 2k+1)
 
 
 class NTM(nn.Module):
@@ -328,6 +333,14 @@ class NTM(nn.Module):
             memory, weights, read(memory, weights[:, 0]), (zeros, zeros.clone())
         )
 
+    def head_parameters(self, h: torch.Tensor) -> HeadParameters:
+        """Both heads' parameters from the controller state ``h (batch, hidden)``,
+        each ``(batch * heads, ...)``, head 0 (read) first within a batch entry."""
+        raw = self.head_layer(h)
+        return head_parameters(
+            raw.reshape(h.shape[0] * self.HEADS, -1), self.memory_width
+        )
+
     def step(
         self, x: torch.Tensor, state: NTMState
     ) -> tuple[torch.Tensor, NTMState, torch.Tensor]:
@@ -335,9 +348,7 @@ class NTM(nn.Module):
         output_size), new state, add vector)``."""
         batch, heads, n_rows = state.weights.shape
         h, c = self.controller(torch.cat([x, state.read], dim=-1), state.controller)
-        params = head_parameters(
-            self.head_layer(h).reshape(batch * heads, -1), self.memory_width
-        )
+        params = self.head_parameters(h)
         # Both heads in one call: the batch of the addressing functions is (batch x
         # heads).
         memory_per_head = (
@@ -371,7 +382,7 @@ class NTM(nn.Module):
         output_size), state, trace)``.
 
         ``state`` defaults to :meth:`initial_state`; ``trace=True`` also returns
-        every step's weightings.
+        every step's weightings and the parameters both heads emitted.
         """
         check_ndim("inputs", inputs, "(batch, T, input_size)", ndim=3)
         if inputs.shape[-1] != self.controller.input_size - self.memory_width:
@@ -387,8 +398,19 @@ class NTM(nn.Module):
             output, state, add = self.step(inputs[:, t], state)
             outputs.append(output)
             if trace:
+                batch = inputs.shape[0]
+                heads = self.head_parameters(state.controller[0])
                 records.append(
-                    (state.weights[:, 0], state.weights[:, 1], state.read, add)
+                    (
+                        state.weights[:, 0],
+                        state.weights[:, 1],
+                        state.read,
+                        add,
+                        heads.beta.reshape(batch, -1),
+                        heads.gate.reshape(batch, -1),
+                        heads.gamma.reshape(batch, -1),
+                        heads.kernel.reshape(batch, self.HEADS, -1),
+                    )
                 )
         steps = (
             NTMTrace(*(torch.stack(r, dim=1) for r in zip(*records, strict=True)))

@@ -512,6 +512,7 @@ def train_translation(
     desc: str = "training",
     loss_fn: Callable[[Seq2Seq, TranslationBatch], torch.Tensor] = translation_loss,
     lr_factor: Callable[[int], float] | None = None,
+    clip: float | None = 1.0,
 ) -> History:
     """Train ``model`` on random batches of lengths ``min_len..max_len`` with
     :func:`attnlab.train.train`.
@@ -521,7 +522,7 @@ def train_translation(
     max_len`` (the hardest training lengths). ``loss_fn(model, batch)`` replaces the
     cross-entropy (e.g. a model with hard attention needs its own loss).
     ``lr_factor`` schedules the learning rate (e.g. :func:`decay_in_second_half`); by
-    default it stays at ``lr``.
+    default it stays at ``lr``. ``clip`` is the gradient-norm clip (``None``: none).
     """
     held_out = make_batch(
         sample_examples(128, max(min_len, max_len - 9), max_len, seed=10_000 + seed)
@@ -534,6 +535,7 @@ def train_translation(
         batch_size=batch_size,
         lr=lr,
         lr_factor=lr_factor,
+        clip=clip,
         eval_every=eval_every,
         desc=desc,
         evaluate=lambda m: {"val_accuracy": teacher_forced_accuracy(m, held_out)},
