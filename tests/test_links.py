@@ -105,7 +105,7 @@ def test_built_install_cells_install_the_release_of_this_version():
     expected = f"git+{URL}@v{attnlab.__version__}"
     for name in CHAPTERS:
         text = unescape(re.sub(r"<[^>]+>", "", pages[name.removesuffix(".ipynb") + ".html"]))
-        sources = re.findall(r'os\.environ\.get\("ATTNLAB_SOURCE", "([^"]*)"\)', text)
+        sources = re.findall(r'os\.environ\.get\(\s*"ATTNLAB_SOURCE",\s*"([^"]*)"\s*\)', text)
         assert sources == [expected], f"{name}: the built install cell installs {sources}, expected {expected}"
 
 
