@@ -12,10 +12,25 @@ matplotlib.use("Agg")
 DIAGRAMS = {
     "encoder_decoder": [r"$\mathbf{c}$", "encoder", "decoder"],
     "bahdanau_step": [r"$\mathbf{s}_{t-1}$", "GRU", "scores (the alignment model)"],
-    "luong_step": [r"$\mathbf{h}_t$", "RNN", "input feeding:\nto the next step"],
+    "luong_step": [
+        r"$\mathbf{s}_t$",
+        r"score$(\mathbf{s}_t, \mathbf{h}_j)$",
+        "RNN",
+        "input feeding:\nto the next step",
+    ],
     "simple_vs_parameterized": [r"$W^Q\mathbf{y}_d(t)$", r"$W^K Y_e$", r"$W^V Y_e$"],
-    "ntm_addressing": [r"sharpened $\mathbf{w}_t$", r"gate $g_t$ with $\mathbf{w}_{t-1}$"],
+    "ntm_addressing": [
+        r"sharpened $\mathbf{w}_t$",
+        r"gate $g_t$ with $\mathbf{w}_{t-1}$",
+    ],
     "pointer_step": [r"$s_t$", "output: input 4\n(next step reads it)"],
+    "soft_dictionary": [
+        r"$\mathbf{q}$",
+        r"$\mathbf{k}_2$",
+        r"$\alpha_2 \mathbf{v}_2$",
+        "softmax",
+        r"$\mathbf{c} = \sum_t \alpha_t \mathbf{v}_t$",
+    ],
 }
 
 
@@ -27,30 +42,89 @@ def texts(fig):
 def test_each_diagram_draws_its_labels_in_the_role_colours(name):
     fig = getattr(schematics, name)()
     assert set(DIAGRAMS[name]) <= texts(fig)
-    boxes = [p for ax in fig.axes for p in ax.patches if isinstance(p, FancyBboxPatch)]
+    boxes = [
+        p for ax in fig.axes for p in ax.patches if isinstance(p, FancyBboxPatch)
+    ]
     assert boxes
     for box in boxes:  # every box is drawn in the colour of the role it was given
         assert box.get_gid() in schematics.ROLE_COLOURS
-        assert box.get_edgecolor() == pytest.approx(to_rgba(schematics.ROLE_COLOURS[box.get_gid()]))
-    legend_names = {t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()}
+        assert box.get_edgecolor() == pytest.approx(
+            to_rgba(schematics.ROLE_COLOURS[box.get_gid()])
+        )
+    legend_names = {
+        t.get_text()
+        for ax in fig.axes
+        if ax.get_legend()
+        for t in ax.get_legend().get_texts()
+    }
     assert len(legend_names) >= 2
     matplotlib.pyplot.close(fig)
 
 
 def test_every_diagram_of_the_module_is_tested():
-    public = {n for n in dir(schematics) if not n.startswith("_") and callable(getattr(schematics, n))
-              and getattr(getattr(schematics, n), "__module__", "") == schematics.__name__}
+    public = {
+        n
+        for n in dir(schematics)
+        if not n.startswith("_")
+        and callable(getattr(schematics, n))
+        and getattr(getattr(schematics, n), "__module__", "") == schematics.__name__
+    }
     assert public == set(DIAGRAMS)
 
 
 def test_ntm_diagram_shows_the_focus_moving_from_the_previous_row_by_the_shift():
     fig = schematics.ntm_addressing(rows=8)
-    bars = [p for p in fig.axes[0].patches if p.get_gid() is None and p.get_height() > 0]
+    bars = [
+        p for p in fig.axes[0].patches if p.get_gid() is None and p.get_height() > 0
+    ]
     heights = [p.get_height() for p in bars]
-    stages = [heights[i:i + 8] for i in range(0, 32, 8)]
+    stages = [heights[i : i + 8] for i in range(0, 32, 8)]
     content, gated, shifted, sharpened = stages
     assert content[1] == pytest.approx(content[5])  # two rows match the key equally
-    assert max(range(8), key=gated.__getitem__) == 4  # the gate keeps the previous focus on row 4
-    assert max(range(8), key=sharpened.__getitem__) == 5  # shifted by one row and sharpened
+    assert (
+        max(range(8), key=gated.__getitem__) == 4
+    )  # the gate keeps the previous focus on row 4
+    assert (
+        max(range(8), key=sharpened.__getitem__) == 5
+    )  # shifted by one row and sharpened
     assert sharpened[5] > shifted[5]
     matplotlib.pyplot.close(fig)
+
+
+def weight_bars(fig):
+    """Heights of the purple weight bars, left to right (bottom to top where stacked)."""
+    purple = to_rgba(schematics.ROLE_COLOURS["weight"])
+    return [
+        p.get_height()
+        for p in fig.axes[0].patches
+        if not isinstance(p, FancyBboxPatch)
+        and p.get_facecolor() == pytest.approx(purple)
+    ]
+
+
+def test_soft_dictionary_weights_sum_to_one_and_the_score_label_is_a_parameter():
+    fig = schematics.soft_dictionary(score="score$(q, k_t)$")
+    bars = weight_bars(fig)
+    assert len(bars) == 4 and sum(bars) / 0.8 == pytest.approx(
+        1.0
+    )  # bar height 0.8 is weight 1
+    assert "score$(q, k_t)$" in texts(fig)
+    matplotlib.pyplot.close(fig)
+
+
+def test_pointer_step_masks_the_inputs_chosen_before():
+    fig = schematics.pointer_step(visited=(0, 2))
+    bars = weight_bars(fig)
+    assert (
+        bars[0] == 0 and bars[2] == 0 and sum(bars) / 1.6 == pytest.approx(1.0)
+    )  # renormalised
+    assert max(range(5), key=bars.__getitem__) == 3
+    assert sum(t.get_text() == "masked" for t in fig.axes[0].texts) == 2
+    assert "chosen before (masked)" in {
+        t.get_text() for t in fig.axes[0].get_legend().get_texts()
+    }
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(
+        ValueError, match="chosen input 3 cannot be among the visited"
+    ):
+        schematics.pointer_step(visited=(3,))

@@ -169,6 +169,51 @@ def _bars(
     ax.plot([x, x + width], [y, y], color="#555555", lw=0.8)
 
 
+def soft_dictionary(
+    n_keys: int = 4, *, score: str = r"$\mathbf{q}^\top \mathbf{k}_t$"
+) -> Figure:
+    """The soft dictionary lookup: the query is scored against every key, the softmax
+    of the scores weights the values, their weighted sum is the context.
+
+    ``score`` is the label of the score boxes (the scoring chapter passes a generic
+    ``score(q, k_t)``).
+    """
+    fig, ax = _canvas(11.0, 5.6, (9.0, 4.6))
+    ys = [4.6 - 1.15 * t for t in range(n_keys)]
+    weights = [0.1, 0.6, 0.2, 0.1][:n_keys]
+    _box(ax, 0.8, (ys[0] + ys[-1]) / 2, r"$\mathbf{q}$", "query", w=0.8)
+    for t, (y, a) in enumerate(zip(ys, weights, strict=True), start=1):
+        _arrow(
+            ax, (1.2, (ys[0] + ys[-1]) / 2), (2.75, y), colour=ROLE_COLOURS["query"]
+        )
+        _box(ax, 3.3, y, rf"$\mathbf{{k}}_{t}$", "key", w=0.9)
+        _arrow(ax, (3.75, y), (4.35, y))
+        _box(ax, 5.0, y, score, "key", w=1.2, size=9)
+        _arrow(ax, (5.6, y), (6.15, y))
+        _bars(ax, 6.2, y - 0.35, [a], width=0.7, height=0.8)
+        _note(ax, 6.95, y - 0.1, rf"$\alpha_{t}$", size=9)
+        _box(ax, 8.0, y, rf"$\alpha_{t} \mathbf{{v}}_{t}$", "value", w=1.0)
+        _arrow(
+            ax, (8.5, y), (9.45, (ys[0] + ys[-1]) / 2), colour=ROLE_COLOURS["value"]
+        )
+    _box(ax, 10.0, (ys[0] + ys[-1]) / 2, r"$\mathbf{c}$", "value", w=0.8)
+    _note(ax, 5.0, 5.25, "scores", ha="center", size=9)
+    _note(ax, 6.55, 5.25, "softmax", ha="center", size=9)
+    _note(ax, 8.0, 5.25, "weighted values", ha="center", size=9)
+    _note(
+        ax,
+        10.0,
+        (ys[0] + ys[-1]) / 2 - 0.6,
+        r"$\mathbf{c} = \sum_t \alpha_t \mathbf{v}_t$",
+        ha="center",
+        va="top",
+        size=9,
+    )
+    _legend(ax, ["query", "key", "weight", "value"], key="keys and scores")
+    fig.tight_layout()
+    return fig
+
+
 def encoder_decoder(n_source: int = 4, n_target: int = 3) -> Figure:
     """The plain encoder-decoder: every source word passes through one context vector
     c."""
@@ -297,7 +342,7 @@ def bahdanau_step(n_source: int = 5) -> Figure:
 
 
 def luong_step(n_source: int = 7, centre: int = 3, half_width: int = 1) -> Figure:
-    """Luong's step: the RNN first, then attention from h_t (here local, in a
+    """Luong's step: the RNN first, then attention from s_t (here local, in a
     window), then the attentional state."""
     fig, ax = _canvas(12.6, 6.0, (10.5, 5.0))
     xs = [0.8 + 0.95 * s for s in range(n_source)]
@@ -321,7 +366,7 @@ def luong_step(n_source: int = 7, centre: int = 3, half_width: int = 1) -> Figur
         : 2 * half_width + 1
     ]
     for s, (x, a) in enumerate(zip(xs, weights, strict=True), start=1):
-        _box(ax, x, 0.6, rf"$\bar{{\mathbf{{h}}}}_{s}$", "key", w=0.75)
+        _box(ax, x, 0.6, rf"$\mathbf{{h}}_{s}$", "key", w=0.75)
         if a > 0:
             _arrow(ax, (x, 0.9), (x, 1.6))
             _bars(ax, x - 0.35, 1.7, [a], width=0.7, height=1.3)
@@ -331,21 +376,21 @@ def luong_step(n_source: int = 7, centre: int = 3, half_width: int = 1) -> Figur
         ax,
         rnn_x + 2.4,
         0.6,
-        r"$[\mathbf{e}(y_{t-1});\ \tilde{\mathbf{h}}_{t-1}]$",
+        r"$[\mathbf{E}' y_{t-1};\ \tilde{\mathbf{s}}_{t-1}]$",
         "input",
         w=2.1,
         h=0.55,
         size=9,
     )
     _arrow(ax, (rnn_x + 1.35, 0.6), (rnn_x + 0.5, 0.6))
-    _box(ax, rnn_x, 2.1, r"$\mathbf{h}_t$", "query", w=0.9)
+    _box(ax, rnn_x, 2.1, r"$\mathbf{s}_t$", "query", w=0.9)
     _arrow(ax, (rnn_x, 0.9), (rnn_x, 1.8))
     _arrow(ax, (rnn_x - 0.45, 2.1), (hi + 0.1, 2.1), colour=ROLE_COLOURS["query"])
     _note(
         ax,
         (hi + rnn_x) / 2 - 0.3,
         2.25,
-        r"score$(\mathbf{h}_t, \bar{\mathbf{h}}_s)$",
+        r"score$(\mathbf{s}_t, \mathbf{h}_j)$",
         ha="center",
         size=8,
     )
@@ -355,7 +400,7 @@ def luong_step(n_source: int = 7, centre: int = 3, half_width: int = 1) -> Figur
         ax,
         rnn_x,
         4.35,
-        r"$\tilde{\mathbf{h}}_t = \tanh(\mathbf{W}_c[\mathbf{c}_t; \mathbf{h}_t])$",
+        r"$\tilde{\mathbf{s}}_t = \tanh(\mathbf{W}_c[\mathbf{c}_t; \mathbf{s}_t])$",
         "state",
         w=3.4,
         size=9,
@@ -500,22 +545,34 @@ def ntm_addressing(rows: int = 8) -> Figure:
     return fig
 
 
-def pointer_step(n_inputs: int = 5, chosen: int = 3) -> Figure:
+def pointer_step(
+    n_inputs: int = 5, chosen: int = 3, visited: tuple[int, ...] = ()
+) -> Figure:
     """A pointer network's decoder step: the attention weights over the inputs are
-    the output distribution."""
+    the output distribution. Inputs in ``visited`` (0-based), chosen at earlier
+    steps, are masked: grey, with weight 0."""
+    if chosen in visited:
+        raise ValueError(
+            f"the chosen input {chosen} cannot be among the visited ones"
+        )
     fig, ax = _canvas(10.0, 5.2, (8.6, 4.4))
     xs = [0.9 + 1.1 * j for j in range(n_inputs)]
     weights = [0.05, 0.1, 0.15, 0.6, 0.1][:n_inputs]
+    weights = [0.0 if j in visited else a for j, a in enumerate(weights)]
+    weights = [a / sum(weights) for a in weights]
     for j, (x, a) in enumerate(zip(xs, weights, strict=True), start=1):
+        role = "output" if j == chosen + 1 else "input"
         _box(
             ax,
             x,
             0.5,
             f"$x_{j}$",
-            "output" if j == chosen + 1 else "input",
+            "state" if j - 1 in visited else role,
             w=0.7,
             h=0.5,
         )
+        if j - 1 in visited:
+            _note(ax, x, 2.55, "masked", ha="center", size=7)
         _arrow(ax, (x, 0.75), (x, 1.35))
         _box(ax, x, 1.65, f"$h_{j}$", "key", w=0.7)
         _arrow(ax, (x, 1.95), (x, 2.45))
@@ -555,11 +612,15 @@ def pointer_step(n_inputs: int = 5, chosen: int = 3) -> Figure:
         "output: input " + str(chosen + 1) + "\n(next step reads it)",
         size=8,
     )
+    roles = ["query", "key", "weight", "output", "input"] + (
+        ["state"] if visited else []
+    )
     _legend(
         ax,
-        ["query", "key", "weight", "output", "input"],
+        roles,
         key="encoder states",
         output="the input pointed to",
+        state="chosen before (masked)",
     )
     fig.tight_layout()
     return fig
