@@ -24,6 +24,7 @@ from attnlab.tasks import (
     tour_length,
     tsp_data,
     two_opt,
+    two_opt_from_starts,
 )
 
 
@@ -275,3 +276,16 @@ def test_tour_and_hull_figures_label_their_polygons():
     assert ax.get_legend().get_texts()[0].get_text() == "bow tie (4 vertices, crosses itself)"
     with pytest.raises(ValueError, match=r"\(n, 2\)"):
         tours(square[None], {"around": [0, 1, 2, 3]})
+
+
+def test_two_opt_from_starts_keeps_the_shortest_of_the_starts():
+    points = np.random.default_rng(7).random((60, 9, 2))
+    by_start = np.stack([tour_length(points, two_opt(points, nearest_neighbour_tour(points, s))) for s in range(4)])
+    best = two_opt_from_starts(points, 4)
+    assert_tours(best, 9)
+    np.testing.assert_allclose(tour_length(points, best), by_start.min(axis=0))
+    assert (by_start.min(axis=0) < by_start[0] - 1e-9).any()  # another start does better somewhere
+    np.testing.assert_array_equal(two_opt_from_starts(points, 1), two_opt(points, nearest_neighbour_tour(points)))
+    assert isinstance(two_opt_from_starts(torch.from_numpy(points).float(), 2), np.ndarray)
+    with pytest.raises(ValueError, match="starts must be between 1 and the number of cities 9, got 10"):
+        two_opt_from_starts(points, 10)

@@ -43,6 +43,7 @@ __all__ = [
     "tour_length",
     "tsp_data",
     "two_opt",
+    "two_opt_from_starts",
 ]
 
 MAX_EXACT_CITIES = 16
@@ -459,3 +460,23 @@ def two_opt(points: object, tours: object, max_rounds: int = 1000) -> np.ndarray
         source = np.where(inside, lo + hi - positions, positions)
         tours = np.take_along_axis(tours, source, axis=1)
     return tours
+
+
+def two_opt_from_starts(points: object, starts: int) -> np.ndarray:
+    """The shortest of ``starts`` 2-opt tours ``(B, n)``: nearest neighbour from each
+    of the cities ``0 .. starts - 1``, then :func:`two_opt`; ``points (B, n, 2)``.
+
+    ``starts`` candidates per instance, as many as a beam of that width proposes.
+    """
+    points = _as_points("points", points, 3, "(batch, n, 2)")
+    if not 1 <= starts <= points.shape[1]:
+        raise ValueError(
+            f"starts must be between 1 and the number of cities {points.shape[1]},"
+            f" got {starts}"
+        )
+    tours = np.stack(
+        [two_opt(points, nearest_neighbour_tour(points, s)) for s in range(starts)],
+        axis=1,
+    )
+    lengths = np.stack([tour_length(points, tours[:, s]) for s in range(starts)], 1)
+    return tours[np.arange(len(tours)), lengths.argmin(axis=1)]
