@@ -26,7 +26,13 @@ from pathlib import Path
 
 import nbformat
 
-from attnlab.homework import exercises, solution_code, student_version, write_course
+from attnlab.homework import (
+    chapter_notebooks,
+    exercises,
+    solution_code,
+    student_version,
+    write_course,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS_PER_SUBMISSION = 60
@@ -123,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder for the courses, one per chapter")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="chapters graded at once")
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    paths = args.notebooks or chapter_notebooks(ROOT / "notebooks")
     courses = args.courses.resolve()
     if courses.exists():
         subprocess.run(["rm", "-rf", str(courses)], check=True)

@@ -92,12 +92,18 @@ def toc_notebooks(root: Path = ROOT) -> list[str]:
 
 def chapters_table(root: Path, cfg: dict) -> str:
     rows = ["| chapter | |", "| --- | --- |"]
-    for number, name in enumerate(toc_notebooks(root), start=1):
+    number = 0
+    for name in toc_notebooks(root):
         nb = nbformat.read(root / name, as_version=4)
         markdown = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
         title = re.search(r"^# (.+)$", markdown, re.MULTILINE)
         title = title.group(1).strip() if title else Path(name).stem
-        rows.append(f"| {number}. {title} | [Open in Colab]({colab_prefix(cfg)}{name}) |")
+        if Path(name).name[:2].isdigit():  # chapters are numbered, appendix pages are not
+            number += 1
+            label = f"{number}."
+        else:
+            label = "Appendix:"
+        rows.append(f"| {label} {title} | [Open in Colab]({colab_prefix(cfg)}{name}) |")
     return "\n".join(rows)
 
 

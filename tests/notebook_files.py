@@ -6,6 +6,8 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# The numbered notebooks are chapters and homework; the others (appendix pages) have no exercises.
+CHAPTERS = [path for path in NOTEBOOKS if path.name[:2].isdigit()]
 
 
 def read(path: Path) -> nbformat.NotebookNode:

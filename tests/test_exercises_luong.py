@@ -2,18 +2,20 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.attention import local_window
+from attnlab.attention import gather_positions, local_window, window_positions
 from attnlab.exercises import (
     ExerciseError,
     check_local_p_weights,
     check_luong_step,
     check_reinforce_loss,
+    check_reinforce_samples,
     check_straight_through,
     check_window_mass,
+    check_window_states,
 )
 from attnlab.exercises import luong as luong_checks
 from attnlab.hard_attention import reinforce_loss, straight_through_gumbel
-from attnlab.seq2seq import Encoder, LuongDecoder, Seq2Seq
+from attnlab.seq2seq import Encoder, LocalAttentionDecoder, LuongDecoder, Seq2Seq
 from attnlab.tasks.translation import (
     SOURCE_VOCAB,
     TARGET_VOCAB,
@@ -186,6 +188,94 @@ def test_local_p_rejects_typical_mistakes(wrong, message):
         check_local_p_weights(wrong)
 
 
+# --- the encoder states of a window (debugging) ----------------------------------------------------------------
+
+
+def good_window_states(memory, centre, half_width, lengths):
+    positions = torch.floor(centre + 0.5).long()[:, None] + torch.arange(-half_width, half_width + 1)
+    inside = (positions >= 0) & (positions < lengths[:, None])
+    index = positions.clamp(0, memory.shape[1] - 1)
+    return memory[torch.arange(memory.shape[0])[:, None], index], inside
+
+
+def window_states_variant(*, cut=False, clamp_first=False, padding=False, narrow=False, shifted_states=False):
+    def window_states(memory, centre, half_width, lengths):
+        middle = centre.long() if cut else torch.floor(centre + 0.5).long()
+        width = half_width - 1 if narrow else half_width
+        positions = middle[:, None] + torch.arange(-width, width + 1)
+        index = positions.clamp(0, memory.shape[1] - 1)
+        checked = index if clamp_first else positions
+        inside = (checked >= 0) & (checked < (memory.shape[1] if padding else lengths[:, None]))
+        read = (index + 1).clamp(max=memory.shape[1] - 1) if shifted_states else index
+        return memory[torch.arange(memory.shape[0])[:, None], read], inside
+
+    return window_states
+
+
+def window_states_in_place(memory, centre, half_width, lengths):
+    out = good_window_states(memory, centre, half_width, lengths)
+    centre.add_(0.5)
+    return out
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [good_window_states, double(good_window_states),
+     lambda *a: tuple(x.numpy() for x in good_window_states(*a)),
+     lambda *a: (good_window_states(*a)[0], good_window_states(*a)[1].float())],
+    ids=["float32", "float64", "numpy", "float-mask"],
+)
+def test_window_states_accepts_correct_answers(answer, capsys):
+    check_window_states(answer)
+    check_window_states(answer, seed=None)
+    assert "passed all 3 checks" in capsys.readouterr().out
+
+
+def test_window_states_ignores_what_is_read_outside_the_sentence(capsys):
+    def zero_outside(memory, centre, half_width, lengths):
+        states, inside = good_window_states(memory, centre, half_width, lengths)
+        return states * inside[..., None], inside
+
+    check_window_states(zero_outside)
+    assert "passed all 3 checks" in capsys.readouterr().out
+
+
+def buggy_window_states(memory, centre, half_width, lengths):
+    """The notebook's buggy version: both bugs."""
+    positions = centre.long()[:, None] + torch.arange(-half_width, half_width + 1)
+    positions = positions.clamp(0, memory.shape[1] - 1)
+    inside = positions < lengths[:, None]
+    return memory[torch.arange(memory.shape[0])[:, None], positions], inside
+
+
+@pytest.mark.parametrize(
+    ("wrong", "message"),
+    [
+        (buggy_window_states, "marks positions outside the sentence as inside"),
+        (window_states_variant(clamp_first=True), "marks positions outside the sentence as inside"),
+        (window_states_variant(cut=True), "fraction cut off"),
+        (window_states_variant(padding=True), "treats padding as words"),
+        (window_states_variant(narrow=True), "returned shape"),
+        (window_states_variant(shifted_states=True), "reads the wrong encoder states"),
+        (lambda m, c, d, n: good_window_states(m, c, d, n)[0], "must return a pair"),
+        (lambda m, c, d, n: (good_window_states(m, c, d, n)[0], torch.ones(len(c), 2 * d + 1)),
+         "marks positions as inside that are not words|outside the sentence"),
+        (lambda m, c, d, n: (good_window_states(m, c, d, n)[0], torch.zeros(len(c), 2 * d + 1)),
+         "leaves words of the window out"),
+        (lambda m, c, d, n: (gather_positions(m, window_positions(c, d)), good_window_states(m, c, d, n)[1]),
+         "library's own version"),
+        (lambda m, c, d, n: luong_checks._reference_window_states(m, c, d, n), "library's own version"),
+        (window_states_in_place, "changed its input `centre` in place"),
+        (stub, "not implemented yet"),
+    ],
+    ids=["the-buggy-version", "clamped-before-mask", "cut-centre", "padding", "narrow", "shifted-states",
+         "only-states", "all-inside", "none-inside", "delegates", "reference", "in-place", "stub"],
+)
+def test_window_states_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_window_states(wrong)
+
+
 # --- REINFORCE with a baseline ---------------------------------------------------------------------------------
 
 
@@ -240,6 +330,107 @@ def test_reinforce_accepts_correct_answers(answer, capsys):
 def test_reinforce_rejects_typical_mistakes(wrong, message):
     with pytest.raises(ExerciseError, match=message):
         check_reinforce_loss(wrong)
+
+
+# --- experiment: sampled REINFORCE estimates -----------------------------------------------------------------
+
+
+def good_reinforce_samples(theta, rewards, baseline, n, generator):
+    probs = torch.softmax(theta, 0)
+    choices = torch.multinomial(probs, n, replacement=True, generator=generator)
+    return (rewards[choices] - baseline)[:, None] * (torch.eye(len(theta))[choices] - probs)
+
+
+def autograd_reinforce_samples(theta, rewards, baseline, n, generator):
+    """The same estimates from autograd and the library's loss, one draw at a time, in float64."""
+    theta = theta.double().detach().requires_grad_()
+    log_probs = torch.log_softmax(theta, 0)
+    choices = torch.multinomial(log_probs.exp().detach(), n, replacement=True, generator=generator)
+    per_choice = torch.stack([-torch.autograd.grad(reinforce_loss(log_probs[j], rewards[j].double(),
+                                                                  torch.tensor(float(baseline))), theta,
+                                                   retain_graph=True)[0] for j in range(len(theta))])
+    return per_choice[choices]
+
+
+def reinforce_samples_variant(kind):
+    def reinforce_samples(theta, rewards, baseline, n, generator):
+        probs = torch.softmax(theta, 0)
+        if kind == "uniform":
+            choices = torch.randint(len(theta), (n,), generator=generator)
+        elif kind == "mode":
+            choices = probs.argmax().repeat(n)
+        elif kind == "global-random-state":
+            choices = torch.multinomial(probs, n, replacement=True)
+        else:
+            choices = torch.multinomial(probs, n, replacement=True, generator=generator)
+        one_hot = torch.eye(len(theta))[choices]
+        advantage = rewards[choices] - (0.0 if kind == "no-baseline" else baseline)
+        if kind == "sign":
+            return -advantage[:, None] * (one_hot - probs)
+        if kind == "one-hot":
+            return advantage[:, None] * one_hot
+        if kind == "gradient-of-alpha":
+            return (advantage * probs[choices])[:, None] * (one_hot - probs)
+        if kind == "expected":
+            exact = (probs[:, None] * (rewards - baseline)[:, None] * (torch.eye(len(theta)) - probs)).sum(0)
+            return exact.expand(n, -1)
+        if kind == "shuffled":
+            permuted = choices[torch.randperm(n, generator=torch.Generator().manual_seed(0))]
+            return (rewards[permuted] - baseline)[:, None] * (one_hot - probs)
+        return advantage[:, None] * (one_hot - probs)
+
+    return reinforce_samples
+
+
+def reinforce_samples_in_place(theta, rewards, baseline, n, generator):
+    out = good_reinforce_samples(theta, rewards, baseline, n, generator)
+    rewards.sub_(baseline)
+    return out
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [good_reinforce_samples, double(good_reinforce_samples), autograd_reinforce_samples,
+     lambda *a: good_reinforce_samples(*a).numpy()],
+    ids=["float32", "float64", "autograd-float64", "numpy"],
+)
+def test_reinforce_samples_accepts_correct_answers(answer, capsys):
+    check_reinforce_samples(answer)
+    check_reinforce_samples(answer, seed=None)
+    assert "passed all 3 checks" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "message"),
+    [
+        (reinforce_samples_variant("no-baseline"), "does not subtract the baseline"),
+        (reinforce_samples_variant("sign"), "wrong sign"),
+        (reinforce_samples_variant("one-hot"), "one-hot vector e_j as the gradient of log alpha_j"),
+        (reinforce_samples_variant("gradient-of-alpha"), "gradient of alpha_j, not of log alpha_j"),
+        (reinforce_samples_variant("uniform"), "spread evenly over the choices"),
+        (reinforce_samples_variant("mode"), "same choice in every draw"),
+        (reinforce_samples_variant("global-random-state"), "draw the choices with the `generator` argument"),
+        (reinforce_samples_variant("expected"), "expected gradient in every row"),
+        (reinforce_samples_variant("shuffled"), "not the estimates of single draws"),
+        (lambda t, r, b, n, g: good_reinforce_samples(t, r, b, n, g)[:-1], "returned shape"),
+        (lambda t, r, b, n, g: luong_checks._reference_reinforce_samples(t, r, b, n, g), "library's own version"),
+        (reinforce_samples_in_place, "changed its input `rewards` in place"),
+        (stub, "not implemented yet"),
+    ],
+    ids=["no-baseline", "sign", "one-hot", "gradient-of-alpha", "uniform", "mode", "global-random-state",
+         "expected", "shuffled", "shape", "reference", "in-place", "stub"],
+)
+def test_reinforce_samples_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_reinforce_samples(wrong)
+
+
+def test_reinforce_samples_rejects_rows_that_ignore_the_generator():
+    def same_rows(theta, rewards, baseline, n, generator):
+        return good_reinforce_samples(theta, rewards, baseline, n, torch.Generator().manual_seed(1))
+
+    with pytest.raises(ExerciseError, match="same rows whatever the generator"):
+        check_reinforce_samples(same_rows)
 
 
 # --- straight-through Gumbel-softmax ---------------------------------------------------------------------------
@@ -403,3 +594,6 @@ def test_the_checks_declare_what_they_exercise():
     assert CHECKS["check_reinforce_loss"].exercised == (reinforce_loss,)
     assert CHECKS["check_straight_through"].exercised == (straight_through_gumbel,)
     assert CHECKS["check_window_mass"].exercised == ()
+    assert CHECKS["check_window_states"].exercised == (
+        window_positions, gather_positions, LocalAttentionDecoder.window_attention)
+    assert CHECKS["check_reinforce_samples"].exercised == ()

@@ -286,7 +286,7 @@ def test_norm_experiment_stub():
 
 @pytest.mark.parametrize("label", sorted(WRONG))
 def test_wrong_solution_cells_are_rejected_by_their_check_cell(label):
-    nb = read(ROOT / "notebooks" / "07_transformer.ipynb")
+    nb = read(ROOT / "notebooks" / "08_transformer.ipynb")
     exercise = next(e for e in exercises(nb) if e.label == label)
     namespace = {"torch": torch, "nn": nn}
     exec("from attnlab.exercises import *", namespace)

@@ -23,9 +23,9 @@ from attnlab.homework import (
     strip_solution_code,
     student_version,
 )
-from tests.notebook_files import NOTEBOOKS, code_cells, read
+from tests.notebook_files import CHAPTERS, code_cells, read
 
-IDS = [p.stem for p in NOTEBOOKS]
+IDS = [p.stem for p in CHAPTERS]
 SOLVED = """def f(x):
     \"\"\"Doc.\"\"\"
     ### BEGIN SOLUTION
@@ -165,7 +165,7 @@ def test_result_asserts_are_dropped_for_quick_grading_only_in_result_cells():
 def test_command_line_writes_every_students_notebook(tmp_path):
     main(["notebooks", str(tmp_path)])
     written = sorted(p.name for p in tmp_path.glob("*.ipynb"))
-    assert written == [p.name for p in NOTEBOOKS]
+    assert written == [p.name for p in CHAPTERS]
     for path in tmp_path.glob("*.ipynb"):
         text = path.read_text()
         assert "### BEGIN SOLUTION" not in text and BEGIN_HIDDEN not in text and "rubric" not in text.lower()
@@ -175,7 +175,7 @@ def test_command_line_writes_every_students_notebook(tmp_path):
 def test_command_line_writes_an_nbgrader_course(tmp_path):
     main(["course", "notebooks", str(tmp_path)])
     assert "ATTNLAB_QUICK" in (tmp_path / "nbgrader_config.py").read_text()
-    for path in NOTEBOOKS:
+    for path in CHAPTERS:
         assert (tmp_path / "source" / path.stem / path.name).exists()
 
 
@@ -203,7 +203,7 @@ def called_checks(source: str) -> list[str]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("check_")]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_each_chapter_has_graded_exercises_of_every_kind(path):
     found = exercises(read(path))
     code = [e for e in found if e.kind == "code"]
@@ -212,7 +212,7 @@ def test_each_chapter_has_graded_exercises_of_every_kind(path):
     assert any({"exercise-debug", "exercise-extend"} & set(e.tags) for e in code), f"{path.name}: no debug/extend"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_solutions_fold_in_the_book_and_checks_draw_fresh_inputs_when_asked(path):
     nb = read(path)
     for exercise in exercises(nb):
@@ -224,7 +224,7 @@ def test_solutions_fold_in_the_book_and_checks_draw_fresh_inputs_when_asked(path
             assert "seed" in inspect.signature(CHECKS[name].function).parameters, name
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_no_answer_is_shown_before_its_exercise(path):
     nb = read(path)
     namespace: dict = {}
@@ -253,7 +253,7 @@ def isolated_pairs(nb: nbformat.NotebookNode, cells: list | None = None) -> list
             if e.kind == "code" and "exercise-experiment" not in e.tags]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_students_checks_fail_with_the_stub_message(path):
     nb = read(path)
     student = student_version(nb)
@@ -266,7 +266,7 @@ def test_students_checks_fail_with_the_stub_message(path):
             exec(check, namespace)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_solutions_pass_their_checks(path, capsys):
     nb = read(path)
     namespace: dict = {}

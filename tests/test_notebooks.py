@@ -5,7 +5,7 @@ import re
 import pytest
 import yaml
 
-from tests.notebook_files import NOTEBOOKS, ROOT, code_cells, read
+from tests.notebook_files import CHAPTERS, NOTEBOOKS, ROOT, code_cells, read
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
@@ -41,7 +41,7 @@ def test_first_code_cell_installs_from_the_configured_repository(path):
     assert urls == [CONFIG["repository"]["url"]], "the install cell must name the repository of _config.yml"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_structure_goals_exercises_summary(path):
     nb = read(path)
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
@@ -51,6 +51,17 @@ def test_structure_goals_exercises_summary(path):
     headings = re.findall(r"^## (.+)", markdown, flags=re.MULTILINE)
     assert "Exercises" in headings and headings[-1] == "Summary"
     assert len(re.findall(r"```\{exercise\}", markdown)) >= 3
+
+
+APPENDICES = [path for path in NOTEBOOKS if path not in CHAPTERS]
+
+
+@pytest.mark.parametrize("path", APPENDICES, ids=[p.stem for p in APPENDICES])
+def test_appendix_pages_have_a_title_and_a_summary_but_no_homework(path):
+    markdown = "\n".join(c.source for c in read(path).cells if c.cell_type == "markdown")
+    assert len(re.findall(r"^# .+", markdown, flags=re.MULTILINE)) == 1
+    assert re.findall(r"^## (.+)", markdown, flags=re.MULTILINE)[-1] == "Summary"
+    assert "{exercise}" not in markdown, f"{path.name}: exercises belong in a numbered chapter"
 
 
 def figure_cells(path):

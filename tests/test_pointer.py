@@ -96,6 +96,64 @@ def test_log_likelihood_matches_a_step_by_step_brute_force():
     torch.testing.assert_close(model.log_likelihood(x, targets), expected)
 
 
+
+@pytest.mark.parametrize("end_token", [False, True])
+def test_without_the_mask_each_step_is_the_plain_softmax_over_all_positions(end_token):
+    model = make(end_token=end_token)
+    n = 4
+    x = points(2, n)
+    targets = torch.tensor([[2, 0, 3, 1, n], [1, 3, 0, 2, n]]) if end_token else torch.tensor([[2, 0, 3, 1],
+                                                                                            [1, 3, 0, 2]])
+    unmasked = model(x, targets, mask_chosen=False).exp()
+    masked = model(x, targets).exp()
+    for b in range(2):  # one sequence at a time, one step at a time, the plain softmax written out
+        keys, (h, c) = model.encoder(model.embed(x[b : b + 1]))
+        if end_token:
+            keys = torch.cat([keys, model.end_key.view(1, 1, -1)], dim=1)
+        state, previous = (h, c), model.start.view(1, 1, -1)
+        for t in range(targets.shape[1]):
+            out, state = model.decoder(previous, state)
+            u = model.score(out, keys)[0, 0]
+            torch.testing.assert_close(unmasked[b, t], u.exp() / u.exp().sum())
+            earlier = targets[b, :t]
+            assert (masked[b, t, earlier] == 0).all() and (unmasked[b, t, earlier] > 0).all()
+            previous = model.embed(x[b : b + 1, targets[b, t].clamp(max=n - 1)]).view(1, 1, -1)
+    # the loss is the mean negative log-probability of the targets under those distributions
+    expected = -unmasked.gather(2, targets.unsqueeze(-1)).log().mean()
+    torch.testing.assert_close(model.loss(x, targets, mask_chosen=False), expected)
+    assert model.loss(x, targets, mask_chosen=False) > model.loss(x, targets)  # the mask only adds probability
+
+
+def test_without_the_mask_all_n_to_the_n_sequences_sum_to_one():
+    model = make()
+    n = 3
+    x = points(1, n)
+    every = torch.tensor(list(itertools.product(range(n), repeat=n)))  # 27 sequences, repeats included
+    likelihood = model.log_likelihood(x.expand(len(every), -1, -1), every, mask_chosen=False).exp()
+    torch.testing.assert_close(likelihood.sum(), torch.tensor(1.0, dtype=torch.float64))
+    repeats = torch.tensor([len(set(row)) < n for row in every.tolist()])
+    assert 0 < likelihood[~repeats].sum() < 1  # the permutations get only part of it
+    with pytest.raises(ValueError, match="already chose"):  # with the mask a repeat is impossible
+        model.log_likelihood(x, every[repeats][:1])
+
+
+@pytest.mark.parametrize("end_token", [False, True])
+def test_greedy_without_mask_reports_the_unmasked_likelihood(end_token):
+    model = make(end_token=end_token)
+    x = points(12, 5)
+    decoded = model.greedy(x, mask_chosen=False)
+    torch.testing.assert_close(decoded.log_prob, model.log_likelihood(x, decoded.indices, mask_chosen=False))
+
+
+def test_training_without_the_mask_passes_gradcheck():
+    model = make(end_token=True)
+    x = points(3, 4).requires_grad_(True)
+    targets = torch.tensor([[1, 2, 4, PAD, PAD], [0, 3, 3, 1, 4], [3, 0, 1, 4, PAD]])  # a repeat is allowed
+    model.loss(x, targets, mask_chosen=False).backward()
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+    assert torch.autograd.gradcheck(lambda inputs: model.log_likelihood(inputs, targets, mask_chosen=False), (x,))
+
 def test_end_token_sequences_sum_to_one_and_padding_is_ignored():
     model = make(end_token=True)
     n = 3
@@ -264,3 +322,30 @@ def test_full_scale_tsp_command_runs_at_toy_size(capsys):
     assert all(g >= 0 for g in gap.values())
     assert gap["pointer network, beam 3 (shortest)"] <= gap["pointer network, beam 3 (most probable)"]
     assert gap["2-opt (best of 3 starts)"] <= gap["2-opt (from nearest neighbour)"]  # start 0 is one of the 3
+
+
+
+def test_training_without_the_mask_learns_to_avoid_repeats_and_the_mask_never_hurts_greedy():
+    torch.manual_seed(0)
+    model = PointerNet(1, 16)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    gen = torch.Generator().manual_seed(0)
+    test = torch.rand(500, 3, 1, generator=torch.Generator().manual_seed(9))
+    order = test.squeeze(-1).argsort(-1)
+    for step in range(1, 151):
+        values = torch.rand(64, 3, 1, generator=gen)
+        loss = model.loss(values, values.squeeze(-1).argsort(-1), mask_chosen=False)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step in (40, 150):
+            unmasked, masked = model.greedy(test, mask_chosen=False).indices, model.greedy(test).indices
+            valid = (unmasked.sort(dim=1).values == torch.arange(3)).all(dim=1)
+            # the mask changes a step only where the unmasked argmax is an input already chosen: where the
+            # unmasked output is a permutation, the masked one is the same, so the mask never lowers accuracy
+            torch.testing.assert_close(masked[valid], unmasked[valid])
+            assert (masked == order).all(-1).sum() >= (unmasked == order).all(-1).sum()
+            if step == 40:  # half-trained: some outputs repeat an input, some do not
+                assert 0.2 < valid.float().mean() < 0.95
+    assert valid.float().mean() > 0.9  # the model learned by itself not to repeat an input
+    assert (unmasked == order).all(-1).float().mean() > 0.85

@@ -24,6 +24,12 @@ DIAGRAMS = {
         r"gate $g_t$ with $\mathbf{w}_{t-1}$",
     ],
     "pointer_step": [r"$s_t$", "output: input 4\n(next step reads it)"],
+    "soft_vs_hard": [
+        "soft: a weighted sum",
+        "hard: one sampled position",
+        r"draw $j_t \sim \alpha_t$",
+        r"$\mathbf{c}_t = \mathbf{h}_{j_t} = \mathbf{h}_3$",
+    ],
     "soft_dictionary": [
         r"$\mathbf{q}$",
         r"$\mathbf{k}_2$",
@@ -128,3 +134,14 @@ def test_pointer_step_masks_the_inputs_chosen_before():
         ValueError, match="chosen input 3 cannot be among the visited"
     ):
         schematics.pointer_step(visited=(3,))
+
+
+def test_soft_vs_hard_draws_the_same_weights_twice_and_marks_the_drawn_position():
+    fig = schematics.soft_vs_hard(n_source=5, chosen=1)
+    bars = weight_bars(fig)
+    assert len(bars) == 10 and bars[:5] == pytest.approx(bars[5:])
+    assert sum(bars[:5]) / 3.0 == pytest.approx(1.0)  # bar height 3 is weight 1
+    assert r"$\mathbf{c}_t = \mathbf{h}_{j_t} = \mathbf{h}_2$" in texts(fig)
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="chosen must be a position 0 .. 4"):
+        schematics.soft_vs_hard(n_source=5, chosen=5)

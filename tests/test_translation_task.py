@@ -300,3 +300,15 @@ def test_train_translation_clips_the_gradient_norm_unless_told_not_to(monkeypatc
     assert norms == [1.0, 1.0]  # no further clipping
     train_translation(model, 1, batch_size=8, eval_every=1, desc="test", clip=5.0)
     assert norms == [1.0, 1.0, 5.0]
+
+
+def test_rnnenc_plateau_command_prints_the_curve_and_both_models_by_length(capsys):
+    from attnlab.experiments import rnnenc_plateau
+
+    rnnenc_plateau.main(["--factor", "2", "--steps", "2", "--sentences-per-length", "1"])
+    out = capsys.readouterr().out
+    assert "RNNenc trained 4 steps" in out and "RNNsearch 2 steps" in out
+    assert "torch " + torch.__version__ in out
+    assert "  step     4:" in out  # the last evaluation of the longer run
+    for bucket in ("5-10", "31-40", "51-60"):
+        assert any(line.strip().startswith(bucket + " |") for line in out.splitlines()), bucket

@@ -16,6 +16,7 @@ from attnlab.tasks import (
     hull_metrics,
     is_simple_polygon,
     nearest_neighbour_tour,
+    optimality_gaps,
     polygon_area,
     solve_tsp,
     solve_tsp_batch,
@@ -289,3 +290,22 @@ def test_two_opt_from_starts_keeps_the_shortest_of_the_starts():
     assert isinstance(two_opt_from_starts(torch.from_numpy(points).float(), 2), np.ndarray)
     with pytest.raises(ValueError, match="starts must be between 1 and the number of cities 9, got 10"):
         two_opt_from_starts(points, 10)
+
+
+def test_optimality_gaps_by_hand_and_against_a_loop():
+    # two instances, optimal lengths 1 and 3, tours of length 2 and 3: the first is 100% too long, the second optimal
+    gap_of_means, mean_gap = optimality_gaps(torch.tensor([2.0, 3.0]), np.array([1.0, 3.0]))
+    assert gap_of_means == pytest.approx(5 / 4 - 1) and mean_gap == pytest.approx(0.5)
+    assert optimality_gaps([3.0, 1.5], [3.0, 1.5]) == (0.0, 0.0)
+    rng = np.random.default_rng(0)
+    optimal = rng.uniform(1, 4, size=50)
+    lengths = optimal * rng.uniform(1, 1.3, size=50)
+    excess = [length / best - 1 for length, best in zip(lengths, optimal, strict=True)]
+    gap_of_means, mean_gap = optimality_gaps(lengths, optimal)
+    assert gap_of_means == pytest.approx(sum(lengths) / sum(optimal) - 1)
+    assert mean_gap == pytest.approx(sum(excess) / len(excess))
+    for bad in ([[1.0]], [1.0, 2.0, 3.0], []):
+        with pytest.raises(ValueError, match="shape"):
+            optimality_gaps(bad, [1.0, 2.0])
+    with pytest.raises(ValueError, match="positive"):
+        optimality_gaps([1.0], [0.0])

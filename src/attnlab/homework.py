@@ -402,10 +402,18 @@ def write_course(
     return written
 
 
-def _notebooks(folder: Path) -> list[Path]:
-    paths = sorted(folder.glob("*.ipynb"))
+def is_chapter(path: Path) -> bool:
+    """Whether a notebook is a chapter, and so a homework: chapters are numbered
+    (``05_luong_attention.ipynb``); other pages (``appendix_*.ipynb``) have no
+    exercises."""
+    return path.name[:2].isdigit()
+
+
+def chapter_notebooks(folder: Path) -> list[Path]:
+    """The chapter notebooks of ``folder``, in the order of their numbers."""
+    paths = sorted(p for p in folder.glob("*.ipynb") if is_chapter(p))
     if not paths:
-        raise SystemExit(f"no notebooks found in {folder}")
+        raise SystemExit(f"no chapter notebooks found in {folder}")
     return paths
 
 
@@ -438,12 +446,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "course":
         for path in write_course(
-            _notebooks(args.source), args.target, args.course_id
+            chapter_notebooks(args.source), args.target, args.course_id
         ):
             print(path)
         return
     args.target.mkdir(parents=True, exist_ok=True)
-    for path in _notebooks(args.source):
+    for path in chapter_notebooks(args.source):
         nbformat.write(
             student_version(nbformat.read(path, as_version=4)),
             args.target / path.name,

@@ -7,7 +7,8 @@ output step. At step t every input j gets the additive score ``u_j = v^T tanh(W1
 + W2 s_t)``, and the softmax over j is the distribution of the output: the model
 points at an input instead of naming a word from a fixed vocabulary, so the same
 weights work for any n. The next decoder input is the (embedded) input it pointed at.
-Inputs already chosen are masked out, so a decoded sequence never repeats an input.
+Inputs already chosen are masked out, so a decoded sequence never repeats an input;
+``mask_chosen=False`` switches the mask off, in training or in decoding.
 
 With ``end_token=True`` the model may also point at a learned extra position ``n``
 that ends the sequence (for outputs of varying length such as convex hulls); rows are
@@ -185,13 +186,20 @@ class PointerNet(nn.Module):
             return torch.cat([~chosen, torch.ones_like(chosen[..., :1])], dim=-1)
         return ~chosen
 
-    def forward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        *,
+        mask_chosen: bool = True,
+    ) -> torch.Tensor:
         """Teacher-forced log pointer distributions ``(B, T, N)`` for the target
         sequences ``(B, T)``.
 
         Step t is fed the input at ``targets[:, t - 1]`` (the learned start vector at
         t = 0) and may not point at ``targets[:, :t]``. Rows of padded steps are the
-        unmasked distribution (ignore them).
+        unmasked distribution (ignore them). With ``mask_chosen=False`` every step is
+        the softmax over all N positions, as in the original paper's training.
         """
         encoded = self.encode(inputs)
         self._check_targets(inputs, targets)
@@ -200,6 +208,8 @@ class PointerNet(nn.Module):
         decoder_in = torch.cat([self.start.expand(batch, 1, -1), previous], dim=1)
         states, _ = self.decoder(decoder_in, encoded.state)
         scores = self.pointer_scores(states, encoded)
+        if not mask_chosen:  # any input may be chosen again
+            return scores.log_softmax(dim=-1)
         picked = torch.nn.functional.one_hot(targets.clamp(0, n - 1), n).bool() & (
             targets >= 0
         ).unsqueeze(-1)
@@ -217,20 +227,33 @@ class PointerNet(nn.Module):
         return masked_log_softmax(scores, allowed)
 
     def log_likelihood(
-        self, inputs: torch.Tensor, targets: torch.Tensor
+        self,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        *,
+        mask_chosen: bool = True,
     ) -> torch.Tensor:
         """``log p(targets | inputs)`` by the chain rule: the sum over steps of the
         log pointer probability of each target (padding excluded). ``(B, n,
-        d_input)``, ``(B, T)`` -> ``(B,)``.
+        d_input)``, ``(B, T)`` -> ``(B,)``. ``mask_chosen`` as in :meth:`forward`.
         """
-        log_probs = self(inputs, targets)
+        log_probs = self(inputs, targets, mask_chosen=mask_chosen)
         step = log_probs.gather(2, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
         return step.masked_fill(targets == PAD, 0.0).sum(dim=1)
 
-    def loss(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def loss(
+        self,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        *,
+        mask_chosen: bool = True,
+    ) -> torch.Tensor:
         """Mean negative log-likelihood per target step (padding excluded): the
-        training objective."""
-        return -self.log_likelihood(inputs, targets).sum() / (targets != PAD).sum()
+        training objective. ``mask_chosen=False`` trains without the mask."""
+        log_likelihood = self.log_likelihood(
+            inputs, targets, mask_chosen=mask_chosen
+        )
+        return -log_likelihood.sum() / (targets != PAD).sum()
 
     # ------------------------------------------------------------------ decoding
     @torch.no_grad()

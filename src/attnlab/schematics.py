@@ -624,3 +624,106 @@ def pointer_step(
     )
     fig.tight_layout()
     return fig
+
+
+def soft_vs_hard(n_source: int = 5, chosen: int = 2) -> Figure:
+    """Soft attention (left) reads the weighted sum of all encoder states; hard
+    attention (right) draws one position ``j_t`` from the same weights and reads only
+    that state. ``chosen`` (0-based) is the position drawn."""
+    if not 0 <= chosen < n_source:
+        raise ValueError(
+            f"chosen must be a position 0 .. {n_source - 1} of the {n_source}"
+            f" encoder states, got {chosen}"
+        )
+    fig, ax = _canvas(13.6, 6.6, (11.0, 5.3))
+    base = [0.1, 0.2, 0.45, 0.15, 0.1, 0.05, 0.05, 0.05]
+    weights = base[:n_source] + [0.05] * max(0, n_source - len(base))
+    weights = [a / sum(weights) for a in weights]
+    step = 5.4 / n_source
+    bar_y, bar_h = 1.25, 3.0
+    panels = [
+        (0.6, "soft: a weighted sum", r"every $\alpha_{tj}$ gets an exact gradient"),
+        (
+            7.6,
+            "hard: one sampled position",
+            "no gradient through the draw: REINFORCE",
+        ),
+    ]
+    for panel, (left, title, remark) in enumerate(panels):
+        xs = [left + step * (j + 0.5) for j in range(n_source)]
+        centre = (xs[0] + xs[-1]) / 2
+        _note(ax, centre, 6.3, title, ha="center", size=10)
+        _note(ax, centre, 5.9, remark, ha="center", size=8)
+        _box(ax, left + 0.1, 4.9, r"$\mathbf{s}_t$", "query", w=0.7, h=0.5)
+        _arrow(
+            ax,
+            (left + 0.1, 4.65),
+            (xs[0], bar_y + bar_h * weights[0] + 0.15),
+            colour=ROLE_COLOURS["query"],
+        )
+        for j, (x, a) in enumerate(zip(xs, weights, strict=True), start=1):
+            _box(ax, x, 0.75, rf"$\mathbf{{h}}_{j}$", "key", w=0.7 * step, h=0.5)
+            _bars(ax, x - 0.4 * step, bar_y, [a], width=0.8 * step, height=bar_h)
+            if panel == 0:
+                _arrow(
+                    ax,
+                    (x, bar_y + bar_h * a + 0.05),
+                    (centre + 0.25 * (x - centre), 4.6),
+                    colour=ROLE_COLOURS["value"],
+                )
+        _note(
+            ax,
+            centre,
+            0.05,
+            r"$\alpha_{tj} = \mathrm{softmax}_j\,\mathrm{score}(\mathbf{s}_t,"
+            r" \mathbf{h}_j)$",
+            ha="center",
+            size=8,
+        )
+        if panel == 0:
+            _box(
+                ax,
+                centre,
+                4.9,
+                r"$\mathbf{c}_t = \sum_j \alpha_{tj}\, \mathbf{h}_j$",
+                "value",
+                w=2.2,
+                h=0.55,
+                size=9,
+            )
+            continue
+        x = xs[chosen]
+        top = bar_y + bar_h * weights[chosen]
+        ax.add_patch(
+            Rectangle(
+                (x - 0.45 * step, 0.4),
+                0.9 * step,
+                top + 0.1 - 0.4,
+                facecolor="none",
+                edgecolor=ARROW,
+                linestyle="--",
+                linewidth=1.0,
+            )
+        )
+        _arrow(
+            ax, (x, top + 0.1), (x, 4.6), colour=ROLE_COLOURS["value"], dashed=True
+        )
+        _note(ax, x + 0.15, (top + 4.6) / 2, r"draw $j_t \sim \alpha_t$", size=9)
+        _box(
+            ax,
+            x,
+            4.9,
+            rf"$\mathbf{{c}}_t = \mathbf{{h}}_{{j_t}} = \mathbf{{h}}_{chosen + 1}$",
+            "value",
+            w=2.2,
+            h=0.55,
+            size=9,
+        )
+    _legend(
+        ax,
+        ["query", "key", "weight", "value"],
+        key="encoder states",
+        value="context",
+    )
+    fig.tight_layout()
+    return fig

@@ -1,4 +1,5 @@
-"""Typical wrong answers to the code exercises of chapter 5, "Luong attention: global vs local, and soft vs hard".
+"""Typical wrong answers to the code exercises of chapters 5, "Luong attention: global and local", and 6, "Soft and
+hard attention".
 
 Each entry maps an exercise label to the complete source of a solution cell that runs but is wrong; a grader that
 submits it must take that exercise's points away.
@@ -32,6 +33,19 @@ def my_local_p_weights(
     return align * torch.exp(-((positions - centre[:, None]) ** 2) / (2 * sigma**2))
     ### END SOLUTION
 ''',
+    "ex-luong-window-gather": '''
+def fixed_window_states(
+    memory: torch.Tensor, centre: torch.Tensor, half_width: int, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """States (B, 2D + 1, d) of the window and a mask (B, 2D + 1) of its words."""
+    ### BEGIN SOLUTION
+    offsets = torch.arange(-half_width, half_width + 1)
+    positions = centre.long()[:, None] + offsets  # still cut, not rounded
+    inside = (positions >= 0) & (positions < lengths[:, None])  # this bug is fixed
+    index = positions.clamp(0, memory.shape[1] - 1)
+    return memory[torch.arange(memory.shape[0])[:, None], index], inside
+    ### END SOLUTION
+''',
     "ex-luong-window-mass": '''
 def my_window_mass(model: Seq2Seq, examples: list, half_width: int) -> float:
     """Share of the attention mass inside |s - t| <= D."""
@@ -54,6 +68,22 @@ def my_reinforce_loss(
     reward = reward.detach()
     advantage = reward - baseline  # not detached: the policy term trains the baseline too
     return (-advantage * log_prob + (reward - baseline) ** 2).mean()
+    ### END SOLUTION
+''',
+    "ex-luong-baseline-variance": '''
+def my_reinforce_samples(
+    theta: torch.Tensor,
+    rewards: torch.Tensor,
+    baseline: float,
+    n: int,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """n one-draw REINFORCE estimates (n, S) of the gradient of E[r] in theta (S,)."""
+    ### BEGIN SOLUTION
+    probs = torch.softmax(theta.detach(), 0)
+    choices = torch.multinomial(probs, n, replacement=True, generator=generator)
+    score = torch.eye(len(probs), dtype=probs.dtype)[choices] - probs
+    return rewards[choices][:, None] * score  # the baseline is never subtracted
     ### END SOLUTION
 ''',
     "ex-luong-fix-straight-through": '''

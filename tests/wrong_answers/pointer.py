@@ -1,4 +1,4 @@
-"""Typical wrong answers to the code exercises of the pointer-network chapters (8 and 9)."""
+"""Typical wrong answers to the code exercises of the pointer-network chapters (10 and 11)."""
 
 WRONG: dict[str, str] = {
     "ex-pointer-distribution": '''def pointer_distribution(s, h, W1, W2, v):

@@ -6,8 +6,10 @@ from attnlab.exercises.luong import (
     check_local_p_weights,
     check_luong_step,
     check_reinforce_loss,
+    check_reinforce_samples,
     check_straight_through,
     check_window_mass,
+    check_window_states,
 )
 from attnlab.exercises.memory import (
     check_query_training,
@@ -107,8 +109,10 @@ __all__ += [
     "check_local_p_weights",
     "check_luong_step",
     "check_reinforce_loss",
+    "check_reinforce_samples",
     "check_straight_through",
     "check_window_mass",
+    "check_window_states",
 ]
 __all__ += [
     "check_causal_mask",

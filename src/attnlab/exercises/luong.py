@@ -1,9 +1,13 @@
-"""Checks for the chapter "Luong attention: global vs local, and soft vs hard".
+"""Checks for chapters 5, "Luong attention: global and local", and 6, "Soft and hard
+attention".
 
-Luong's global step (scores from the current state, the attentional state), the
-local-p weights, the REINFORCE loss with a baseline, the straight-through
-Gumbel-softmax (a debugging exercise) and the share of a global model's attention
-that falls inside a local window (an experiment on a trained model).
+Chapter 5: Luong's global step (scores from the current state, the attentional
+state), the local-p weights, the encoder states of a local window (a debugging
+exercise) and the share of a global model's attention that falls inside a local
+window (an experiment on a trained model). Chapter 6: the REINFORCE loss with a
+baseline, sampled REINFORCE estimates whose variance the chapter measures against the
+baseline (an experiment), and the straight-through Gumbel-softmax (a debugging
+exercise).
 """
 
 from __future__ import annotations
@@ -14,7 +18,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnlab.attention import local_window, padding_mask
+from attnlab.attention import (
+    gather_positions,
+    local_window,
+    padding_mask,
+    window_positions,
+)
 from attnlab.exercises._checking import (
     ExerciseError,
     call,
@@ -26,7 +35,7 @@ from attnlab.exercises._checking import (
     passed,
 )
 from attnlab.hard_attention import reinforce_loss, straight_through_gumbel
-from attnlab.seq2seq import LuongDecoder
+from attnlab.seq2seq import LocalAttentionDecoder, LuongDecoder
 from attnlab.tasks.translation import attention_maps, make_batch
 
 
@@ -330,6 +339,138 @@ def check_local_p_weights(local_p_weights: Callable, seed: int | None = 0) -> No
 
 
 # -----------------------------------------------------------------------------------
+# The encoder states of a local window (debugging exercise)
+
+
+def _reference_window_states(
+    memory: torch.Tensor,
+    centre: torch.Tensor,
+    half_width: int,
+    lengths: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    positions = torch.floor(centre.double() + 0.5).long()[:, None] + torch.arange(
+        -half_width, half_width + 1
+    )
+    inside = (positions >= 0) & (positions < lengths[:, None])
+    index = positions.clamp(0, memory.shape[1] - 1)
+    return memory[torch.arange(memory.shape[0])[:, None], index], inside
+
+
+def _gather_cases(
+    gen: torch.Generator,
+) -> list[tuple[torch.Tensor, torch.Tensor, int, torch.Tensor]]:
+    """``(memory (B, S, d), centre (B,), D, lengths (B,))``: windows over both ends
+    of full and of padded sentences.
+
+    Every other centre has a fraction above 1/2 (so that cutting off the fraction
+    moves the window), the others one below; no fraction is near 1/2.
+    """
+    cases = []
+    for whole, half_width, lengths in [
+        ([0, 4, 8], 2, [10, 10, 10]),
+        ([1, 5, 3], 3, [12, 7, 12]),
+        ([6, 0], 1, [7, 5]),
+    ]:
+        fraction = 0.15 + 0.2 * torch.rand(len(whole), generator=gen)
+        fraction[::2] += 0.5
+        centre = torch.tensor(whole, dtype=torch.float32) + fraction
+        memory = torch.randn(len(whole), max(lengths), 3, generator=gen)
+        cases.append((memory, centre, half_width, torch.tensor(lengths)))
+    return cases
+
+
+@exercise_check(
+    window_positions, gather_positions, LocalAttentionDecoder.window_attention
+)
+def check_window_states(window_states: Callable, seed: int | None = 0) -> None:
+    """Check ``window_states(memory (B, S, d), centre (B,), half_width,
+    lengths (B,)) -> (states (B, 2D + 1, d), inside (B, 2D + 1))``.
+
+    The window is ``round(p_t) - D .. round(p_t) + D`` with ``round(p) = floor(p +
+    1/2)``; ``inside`` is true exactly at the window's positions ``0 <= s <
+    lengths[b]``, and there ``states`` holds ``memory[b, s]`` (elsewhere anything).
+    """
+    name = "window_states"
+    gen = generator(seed)
+    cases = _gather_cases(gen)
+    for memory, centre, half_width, lengths in cases:
+        batch, width = memory.shape[0], 2 * half_width + 1
+        what = (
+            f"for centres {[round(c, 2) for c in centre.tolist()]},"
+            f" D = {half_width}, lengths {lengths.tolist()}"
+            f" and S = {memory.shape[1]}"
+        )
+        out = call(window_states, name, memory, centre, half_width, lengths)
+        if not isinstance(out, tuple | list) or len(out) != 2:
+            raise ExerciseError(
+                f"{name} must return a pair (states (B, 2D + 1, d), inside (B, 2D +"
+                f" 1)), got {type(out).__name__}"
+            )
+        states = expect_tensor(
+            f"{name} (the states)", out[0], (batch, width, memory.shape[2])
+        )
+        inside = expect_tensor(f"{name} (the mask inside)", out[1], (batch, width))
+        inside = inside > 0.5
+        ref_states, ref_inside = _reference_window_states(
+            memory, centre, half_width, lengths
+        )
+        truncated_states, truncated_inside = _reference_window_states(
+            memory, centre - 0.5, half_width, lengths
+        )
+        offsets = torch.arange(-half_width, half_width + 1)
+        rounded = torch.floor(centre.double() + 0.5).long()[:, None] + offsets
+        in_source = (rounded >= 0) & (rounded < memory.shape[1])
+        if not torch.equal(inside, ref_inside):
+            clamped = rounded.clamp(0, memory.shape[1] - 1)
+            if torch.equal(inside, clamped < lengths[:, None]):
+                raise ExerciseError(
+                    f"{name} marks positions outside the sentence as inside {what}:"
+                    " a window that hangs over an end reads the edge word (clamped)"
+                    " but must not count it again; compute the mask from the"
+                    " positions before clamping them, 0 <= s < lengths[b]"
+                )
+            if torch.equal(inside, in_source):
+                raise ExerciseError(
+                    f"{name} treats padding as words {what}: a position is inside"
+                    " only if s < lengths[b], not just s < S"
+                )
+            truncated = torch.trunc(centre.double()).long()[:, None] + offsets
+            if torch.equal(inside, truncated_inside) or torch.equal(
+                inside,
+                truncated.clamp(0, memory.shape[1] - 1) < lengths[:, None],
+            ):
+                raise ExerciseError(
+                    f"{name} centres the window on the centre with its fraction cut"
+                    f" off {what} (`.long()` turns 6.7 into 6): centre it on"
+                    " round(p_t) = floor(p_t + 1/2)"
+                )
+            if (inside & ~ref_inside).any():
+                raise ExerciseError(
+                    f"{name} marks positions as inside that are not words of the"
+                    f" window {what}: inside means round(p_t) - D <= s <= round(p_t)"
+                    " + D and 0 <= s < lengths[b]"
+                )
+            raise ExerciseError(
+                f"{name} leaves words of the window out of the mask inside {what}:"
+                " every position round(p_t) - D .. round(p_t) + D with 0 <= s <"
+                " lengths[b] is inside"
+            )
+        if _close(states[ref_inside], ref_states[ref_inside]):
+            continue
+        if _close(states[ref_inside], truncated_states[ref_inside]):
+            raise ExerciseError(
+                f"{name} reads the states of the window around the centre with its"
+                f" fraction cut off {what}: read them at round(p_t) - D ..."
+                " round(p_t) + D, the positions of the mask"
+            )
+        raise ExerciseError(
+            f"{name} reads the wrong encoder states {what}: at a position s inside"
+            " the window, row b of the states must be memory[b, s]"
+        )
+    passed(name, len(cases))
+
+
+# -----------------------------------------------------------------------------------
 # REINFORCE with a baseline
 
 
@@ -424,6 +565,206 @@ def check_reinforce_loss(reinforce_loss_fn: Callable, seed: int | None = 0) -> N
             name, torch.tensor(value), expected, f"(its value) {what}", atol=1e-4
         )
     passed(name, len(cases))
+
+
+# -----------------------------------------------------------------------------------
+# Experiment: sampled REINFORCE estimates, whose variance depends on the baseline
+
+
+def _reference_reinforce_samples(
+    theta: torch.Tensor,
+    rewards: torch.Tensor,
+    baseline: float,
+    n: int,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    probs = torch.softmax(theta.detach().double(), 0)
+    choices = torch.multinomial(probs, n, replacement=True, generator=generator)
+    score = torch.eye(len(probs), dtype=probs.dtype)[choices] - probs
+    return (rewards.double()[choices] - baseline)[:, None] * score
+
+
+def _per_choice(
+    probs: torch.Tensor, rewards: torch.Tensor, baseline: float
+) -> dict[str, torch.Tensor]:
+    """The estimate of every single draw ``(S, S)`` (row ``j``: ``j`` drawn), and the
+    typical mistakes."""
+    eye = torch.eye(len(probs), dtype=probs.dtype)
+    advantage = (rewards - baseline)[:, None]
+    return {
+        "right": advantage * (eye - probs),
+        "sign": -advantage * (eye - probs),
+        "no baseline": rewards[:, None] * (eye - probs),
+        "one-hot": advantage * eye,
+        "gradient of alpha": advantage * probs[:, None] * (eye - probs),
+    }
+
+
+def _nearest(
+    rows: torch.Tensor, candidates: torch.Tensor
+) -> tuple[torch.Tensor, bool]:
+    """The index of the candidate each row equals, and whether every row equals
+    one."""
+    distance = (rows[:, None, :] - candidates[None]).abs().amax(-1)  # (n, S)
+    best, index = distance.min(-1)
+    scale = 1e-4 * (1 + candidates.abs().max())
+    return index, bool((best <= scale).all())
+
+
+@exercise_check()
+def check_reinforce_samples(
+    reinforce_samples: Callable, seed: int | None = 0
+) -> None:
+    """Check ``reinforce_samples(theta (S,), rewards (S,), baseline, n, generator) ->
+    (n, S)``.
+
+    Row ``i`` is the estimate ``(r_j - b) grad_theta log alpha_j`` of the gradient of
+    ``E[r]`` for one choice ``j`` drawn from ``alpha = softmax(theta)`` with
+    ``generator``. The check re-measures from the rows: each must be the estimate of
+    a single draw, the draws must follow ``alpha`` and the same generator state must
+    give the same rows.
+    """
+    name = "reinforce_samples"
+    gen = generator(seed)
+    n = 4000
+    problems = [
+        (
+            torch.tensor([0.5, -0.3, 1.2, 0.0, -1.0]),
+            [9.0, 10.5, 10.0, 8.5, 11.0],
+            0.0,
+        ),
+        (
+            torch.tensor([0.5, -0.3, 1.2, 0.0, -1.0]),
+            [9.0, 10.5, 10.0, 8.5, 11.0],
+            9.9,
+        ),
+        (torch.randn(3, generator=gen), [-1.0, 2.0, 0.5], 0.3),
+    ]
+    for case, (theta, reward_list, baseline) in enumerate(problems):
+        theta = theta + 0.2 * torch.randn(len(theta), generator=gen)
+        rewards = torch.tensor(reward_list) + 0.1 * torch.randn(
+            len(theta), generator=gen
+        )
+        probs = torch.softmax(theta.double(), 0)
+        size = len(theta)
+        what = f"for {size} choices with baseline b = {baseline}"
+        draw_seed = int(torch.randint(2**31 - 1, (1,), generator=gen))
+
+        # twice from a generator in the same state: the rows must come out the same
+        rows, again = (
+            expect_tensor(
+                name,
+                call(
+                    reinforce_samples,
+                    name,
+                    theta,
+                    rewards,
+                    baseline,
+                    n,
+                    torch.Generator().manual_seed(draw_seed),
+                ),
+                (n, size),
+                torch.float64,
+            )
+            for _ in range(2)
+        )
+        candidates = _per_choice(probs, rewards.double(), baseline)
+        gradient = (probs[:, None] * candidates["right"]).sum(0)
+        if _close(rows, gradient.expand(n, size), 1e-5):
+            raise ExerciseError(
+                f"{name} returns the expected gradient in every row {what}: each row"
+                " is the estimate of one draw, (r_j - b) times the gradient of log"
+                " alpha_j for the j drawn"
+            )
+        if not torch.allclose(rows, again, atol=1e-6, rtol=1e-5):
+            raise ExerciseError(
+                f"{name} gives different rows for two generators in the same state"
+                f" {what}: draw the choices with the `generator` argument (e.g."
+                " torch.multinomial(..., generator=generator)), not with the global"
+                " random state"
+            )
+        choices, exact = _nearest(rows, candidates["right"])
+        if not exact:
+            for mistake, head, hint in [
+                (
+                    "sign",
+                    "has the wrong sign",
+                    "the estimate of the gradient of E[r] is +(r_j - b) grad log"
+                    " alpha_j (the gradient of the loss is its negative)",
+                ),
+                (
+                    "no baseline",
+                    "does not subtract the baseline",
+                    "the estimate is (r_j - b) grad log alpha_j",
+                ),
+                (
+                    "one-hot",
+                    "uses the one-hot vector e_j as the gradient of log alpha_j",
+                    "the softmax ties all logits together, grad_theta log alpha_j ="
+                    " e_j - alpha",
+                ),
+                (
+                    "gradient of alpha",
+                    "multiplies by the gradient of alpha_j, not of log alpha_j",
+                    "drawing j already weights each choice by alpha_j",
+                ),
+            ]:
+                if (mistake != "no baseline" or baseline != 0) and _nearest(
+                    rows, candidates[mistake]
+                )[1]:
+                    raise ExerciseError(f"{name} {head} {what}: {hint}")
+            raise ExerciseError(
+                f"the rows of {name} are not the estimates of single draws {what}:"
+                " row i must be (r_j - b) (e_j - alpha) for the choice j of draw i"
+            )
+        counts = torch.bincount(choices, minlength=size).double()
+        expected = n * probs
+        deviation = (counts - expected).abs() / (expected * (1 - probs)).sqrt()
+        if counts.max() == n:
+            raise ExerciseError(
+                f"{name} makes the same choice in every draw {what}: draw j at"
+                " random from softmax(theta), not its most likely value"
+            )
+        if deviation.max() > 5:
+            uniform = (counts - n / size).abs().max() < 5 * (n / size) ** 0.5
+            raise ExerciseError(
+                f"the draws of {name} do not follow softmax(theta) {what}"
+                + (
+                    ": they are spread evenly over the choices; draw with the"
+                    " probabilities alpha (torch.multinomial(alpha, n, replacement="
+                    "True, generator=generator))"
+                    if uniform
+                    else ": draw each choice j with probability alpha_j"
+                )
+            )
+        spread = rows.std(0) / n**0.5
+        if ((rows.mean(0) - gradient).abs() > 5 * spread + 1e-6).any():
+            raise ExerciseError(
+                f"the mean of the estimates of {name} is not the gradient of E[r]"
+                f" {what}: look at how the draws and the rows are paired"
+            )
+        if case == len(problems) - 1 and torch.equal(
+            rows,
+            expect_tensor(
+                name,
+                call(
+                    reinforce_samples,
+                    name,
+                    theta,
+                    rewards,
+                    baseline,
+                    n,
+                    torch.Generator().manual_seed(draw_seed + 1),
+                ),
+                (n, size),
+                torch.float64,
+            ),
+        ):
+            raise ExerciseError(
+                f"{name} returns the same rows whatever the generator {what}: draw"
+                " the choices from `generator`"
+            )
+    passed(name, len(problems))
 
 
 # -----------------------------------------------------------------------------------
@@ -604,7 +945,7 @@ def check_window_mass(
     if getattr(getattr(model, "decoder", None), "attention", None) is None:
         raise ExerciseError(
             "pass a trained model with attention to the check, e.g. results['global"
-            " dot']['model']"
+            " dot'].model"
         )
     with torch.no_grad():
         maps, _ = attention_maps(model, examples)

@@ -35,6 +35,7 @@ __all__ = [
     "hull_sequence",
     "is_simple_polygon",
     "nearest_neighbour_tour",
+    "optimality_gaps",
     "polygon_area",
     "solve_tsp",
     "solve_tsp_batch",
@@ -272,6 +273,39 @@ def tour_length(
     ordered = points.gather(1, tours.long().unsqueeze(-1).expand(-1, -1, 2))
     lengths = (ordered - ordered.roll(-1, dims=1)).norm(dim=-1).sum(dim=1)
     return lengths if torch_in else lengths.numpy()
+
+
+def optimality_gaps(lengths: object, optimal: object) -> tuple[float, float]:
+    """How much longer tours of ``lengths (B,)`` are than the ``optimal`` lengths
+    ``(B,)`` of the same instances, two ways: ``(gap of means, mean gap)``.
+
+    The gap of means is ``mean(lengths) / mean(optimal) - 1``; the mean gap is the
+    mean over instances of each tour's own excess ``lengths / optimal - 1``. Both
+    are 0 for optimal tours; they differ where the excess depends on the instance's
+    size. Takes tensors or arrays, returns Python floats.
+    """
+    arrays = []
+    for name, values in (("lengths", lengths), ("optimal", optimal)):
+        if isinstance(values, torch.Tensor):
+            values = values.detach().cpu().numpy()
+        array = np.asarray(values, dtype=np.float64)
+        if array.ndim != 1 or len(array) == 0:
+            raise ValueError(
+                f"{name} must have shape (batch,) with batch >= 1, got {array.shape}"
+            )
+        arrays.append(array)
+    lengths, optimal = arrays
+    if lengths.shape != optimal.shape:
+        raise ValueError(
+            f"lengths {lengths.shape} and optimal {optimal.shape} must have the same"
+            " shape (batch,)"
+        )
+    if (optimal <= 0).any():
+        raise ValueError("optimal lengths must be positive")
+    return (
+        float(lengths.mean() / optimal.mean() - 1),
+        float(np.mean(lengths / optimal - 1)),
+    )
 
 
 def _canonical_direction(tours: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -43,8 +44,8 @@ from attnlab.metrics import (
     scores_by_bucket,
     token_accuracy,
 )
-from attnlab.seq2seq import AttentionDecoder, Decoder, Encoder, Seq2Seq
-from attnlab.train import History, train
+from attnlab.seq2seq import AttentionDecoder, Decoder, DecoderBase, Encoder, Seq2Seq
+from attnlab.train import History, seed_everything, train
 
 __all__ = [
     "DICTIONARY",
@@ -53,10 +54,13 @@ __all__ = [
     "SOURCE_VOCAB",
     "TARGET_VOCAB",
     "Example",
+    "TrainedModel",
     "TranslationBatch",
+    "TranslationComparison",
     "TranslationReport",
     "Vocab",
     "attention_maps",
+    "build_model",
     "evaluate_translation",
     "examples_per_length",
     "make_batch",
@@ -475,6 +479,66 @@ def translation_model(
     return Seq2Seq(encoder, decoder)
 
 
+def build_model(
+    decoder_class: type[DecoderBase] | None = None,
+    *,
+    seed: int = 0,
+    embed_size: int = 32,
+    hidden_size: int = 64,
+    **options: Any,
+) -> Seq2Seq:
+    """A freshly initialised model for this task, its weights drawn after
+    ``seed_everything(seed)``.
+
+    The encoder is a bidirectional GRU with ``hidden_size // 2`` units per direction,
+    so its states ``(B, S, hidden_size)`` have the size of the decoder state. The
+    decoder is ``decoder_class(vocabulary, embed_size, hidden_size, hidden_size,
+    pad_id=..., bos_id=..., eos_id=..., **options)``, e.g. ``LuongDecoder`` with
+    ``score="dot", input_feeding=False``, ``LocalAttentionDecoder`` or
+    ``HardAttentionDecoder``; ``None`` gives the encoder-decoder without attention
+    (:func:`translation_model` with ``attention=False``). The same arguments give the
+    same initial weights, so that two chapters can train the same model.
+    """
+    check_positive("embed_size", embed_size)
+    check_positive("hidden_size", hidden_size)
+    if hidden_size % 2:
+        raise ValueError(
+            "hidden_size must be even (the bidirectional encoder splits it into two"
+            f" directions), got {hidden_size}"
+        )
+    if decoder_class is not None and not (
+        isinstance(decoder_class, type) and issubclass(decoder_class, DecoderBase)
+    ):
+        raise ValueError(
+            "decoder_class must be a decoder class (a subclass of DecoderBase, such"
+            f" as LuongDecoder) or None, got {decoder_class!r}"
+        )
+    if decoder_class is None and options:
+        raise ValueError(
+            "the model without attention takes no decoder options, got"
+            f" {sorted(options)}"
+        )
+    seed_everything(seed)
+    if decoder_class is None:
+        return translation_model(
+            attention=False, hidden_size=hidden_size, embed_size=embed_size
+        )
+    encoder = Encoder(
+        len(SOURCE_VOCAB), embed_size, hidden_size // 2, bidirectional=True
+    )
+    decoder = decoder_class(
+        len(TARGET_VOCAB),
+        embed_size,
+        hidden_size,
+        encoder.output_size,
+        pad_id=TARGET_VOCAB.pad,
+        bos_id=TARGET_VOCAB.bos,
+        eos_id=TARGET_VOCAB.eos,
+        **options,
+    )
+    return Seq2Seq(encoder, decoder)
+
+
 def translation_loss(model: Seq2Seq, batch: TranslationBatch) -> torch.Tensor:
     """Cross-entropy per target word (``<eos>`` included, padding excluded), with
     teacher forcing."""
@@ -658,3 +722,124 @@ def evaluate_translation(
         predictions,
         [list(e.target) for e in examples],
     )
+
+
+@dataclass
+class TrainedModel:
+    """One model of a :class:`TranslationComparison`, trained and scored.
+
+    ``accuracy`` maps a bucket's name (``"31-40"``) to the word accuracy of the
+    model's greedy translations of the test sentences of those source lengths;
+    ``ms_per_step`` is the training time per step in milliseconds, the periodic
+    validation included.
+    """
+
+    model: Seq2Seq
+    history: History
+    ms_per_step: float
+    accuracy: dict[str, float]
+
+    def summary(self, name: str) -> str:
+        """One line: the time per step and the word accuracy of every bucket."""
+        accuracy = "  ".join(f"{b}: {a:.3f}" for b, a in self.accuracy.items())
+        return (
+            f"{name:>24}: {self.ms_per_step:5.1f} ms/step | word accuracy {accuracy}"
+        )
+
+
+class TranslationComparison:
+    """Train several models on one budget and score them on one test set.
+
+    Every :meth:`run` trains with :func:`train_translation` for ``steps`` steps on
+    batches of ``batch_size`` sentences of ``train_lengths`` (inclusive) words,
+    learning rate ``lr``, then translates ``test_set`` greedily and keeps the word
+    accuracy per bucket of ``buckets`` in :attr:`results`, under the run's name.
+    Runs with the same model, seed and options give the same numbers.
+    """
+
+    def __init__(
+        self,
+        test_set: Sequence[Example],
+        *,
+        steps: int,
+        batch_size: int = 32,
+        lr: float = 4e-3,
+        train_lengths: tuple[int, int] = (5, 30),
+        buckets: Sequence[tuple[int, int]] = LENGTH_BUCKETS,
+        eval_every: int = 100,
+    ) -> None:
+        if not test_set:
+            raise ValueError("test_set must hold at least one example, got none")
+        for name, value in [
+            ("steps", steps),
+            ("batch_size", batch_size),
+            ("lr", lr),
+            ("eval_every", eval_every),
+        ]:
+            check_positive(name, value)
+        if (
+            len(train_lengths) != 2
+            or not MIN_LENGTH <= train_lengths[0] <= train_lengths[1] <= MAX_LENGTH
+        ):
+            raise ValueError(
+                "train_lengths must be (shortest, longest) with"
+                f" {MIN_LENGTH} <= shortest <= longest <= {MAX_LENGTH}, got"
+                f" {train_lengths}"
+            )
+        if not buckets or any(len(b) != 2 or b[0] > b[1] for b in buckets):
+            raise ValueError(
+                "buckets must be a non-empty list of (shortest, longest) source"
+                f" lengths, got {list(buckets)}"
+            )
+        self.test_set = list(test_set)
+        self.steps, self.batch_size, self.lr = steps, batch_size, lr
+        self.train_lengths = tuple(train_lengths)
+        self.buckets = [tuple(b) for b in buckets]
+        self.eval_every = eval_every
+        self.results: dict[str, TrainedModel] = {}
+
+    def run(
+        self,
+        name: str,
+        model: Seq2Seq,
+        *,
+        seed: int = 0,
+        loss_fn: Callable[
+            [Seq2Seq, TranslationBatch], torch.Tensor
+        ] = translation_loss,
+        eval_every: int | None = None,
+        clip: float | None = 1.0,
+        report: bool = True,
+    ) -> TrainedModel:
+        """Train ``model`` (``seed``: the batches; the model's own seed is that of
+        :func:`build_model`), score it and keep it under ``name``.
+
+        ``loss_fn`` replaces the cross-entropy (hard attention needs its own loss),
+        ``eval_every`` the comparison's validation interval, ``clip`` the
+        gradient-norm clip (``None``: none). With ``report`` the run's
+        :meth:`TrainedModel.summary` is printed.
+        """
+        history = train_translation(
+            model,
+            self.steps,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            seed=seed,
+            min_len=self.train_lengths[0],
+            max_len=self.train_lengths[1],
+            eval_every=self.eval_every if eval_every is None else eval_every,
+            desc=name,
+            loss_fn=loss_fn,
+            clip=clip,
+        )
+        rows = evaluate_translation(model, self.test_set).by_bucket(self.buckets)
+        result = TrainedModel(
+            model,
+            history,
+            1000 * history.seconds / self.steps,
+            {str(row["bucket"]): float(row["token_accuracy"]) for row in rows},
+        )
+        self.results[name] = result
+        if report:
+            print(result.summary(name))
+        return result
