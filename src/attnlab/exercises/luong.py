@@ -584,6 +584,21 @@ def _reference_reinforce_samples(
     return (rewards.double()[choices] - baseline)[:, None] * score
 
 
+def _sampled_rows(
+    answer: Callable,
+    name: str,
+    problem: tuple[torch.Tensor, torch.Tensor, float],
+    n: int,
+    seed: int,
+) -> torch.Tensor:
+    """The answer's ``n`` estimates ``(n, S)`` for ``problem`` (theta, rewards,
+    baseline), drawn from a generator seeded with ``seed``."""
+    theta, rewards, baseline = problem
+    generator = torch.Generator().manual_seed(seed)
+    out = call(answer, name, theta, rewards, baseline, n, generator)
+    return expect_tensor(name, out, (n, len(theta)), torch.float64)
+
+
 def _per_choice(
     probs: torch.Tensor, rewards: torch.Tensor, baseline: float
 ) -> dict[str, torch.Tensor]:
@@ -650,24 +665,10 @@ def check_reinforce_samples(
         what = f"for {size} choices with baseline b = {baseline}"
         draw_seed = int(torch.randint(2**31 - 1, (1,), generator=gen))
 
-        # twice from a generator in the same state: the rows must come out the same
-        rows, again = (
-            expect_tensor(
-                name,
-                call(
-                    reinforce_samples,
-                    name,
-                    theta,
-                    rewards,
-                    baseline,
-                    n,
-                    torch.Generator().manual_seed(draw_seed),
-                ),
-                (n, size),
-                torch.float64,
-            )
-            for _ in range(2)
-        )
+        problem = (theta, rewards, baseline)
+        rows = _sampled_rows(reinforce_samples, name, problem, n, draw_seed)
+        # a generator in the same state must give the same rows
+        again = _sampled_rows(reinforce_samples, name, problem, n, draw_seed)
         candidates = _per_choice(probs, rewards.double(), baseline)
         gradient = (probs[:, None] * candidates["right"]).sum(0)
         if _close(rows, gradient.expand(n, size), 1e-5):
@@ -744,21 +745,7 @@ def check_reinforce_samples(
                 f" {what}: look at how the draws and the rows are paired"
             )
         if case == len(problems) - 1 and torch.equal(
-            rows,
-            expect_tensor(
-                name,
-                call(
-                    reinforce_samples,
-                    name,
-                    theta,
-                    rewards,
-                    baseline,
-                    n,
-                    torch.Generator().manual_seed(draw_seed + 1),
-                ),
-                (n, size),
-                torch.float64,
-            ),
+            rows, _sampled_rows(reinforce_samples, name, problem, n, draw_seed + 1)
         ):
             raise ExerciseError(
                 f"{name} returns the same rows whatever the generator {what}: draw"
