@@ -286,6 +286,15 @@ def test_ntm_shapes_trace_and_weightings():
         model(torch.randn(5, 7, 4))
 
 
+def test_initial_state_is_constant_memory_heads_on_row_zero_and_a_zero_controller_state():
+    model = small_ntm()
+    state = model.initial_state(3)
+    assert torch.equal(state.memory, torch.full((3, 10, 4), model.memory_init))
+    assert torch.equal(state.weights, torch.zeros(3, 2, 10).index_fill_(2, torch.tensor([0]), 1.0))
+    torch.testing.assert_close(state.read, torch.full((3, 4), model.memory_init))
+    assert all(torch.equal(x, torch.zeros(3, 16)) for x in state.controller)
+
+
 def test_trace_records_the_head_parameters_that_produced_each_weighting():
     model = small_ntm()
     inputs = torch.randn(3, 6, 3)
