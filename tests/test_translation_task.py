@@ -310,5 +310,18 @@ def test_rnnenc_plateau_command_prints_the_curve_and_both_models_by_length(capsy
     assert "RNNenc trained 4 steps" in out and "RNNsearch 2 steps" in out
     assert "torch " + torch.__version__ in out
     assert "  step     4:" in out  # the last evaluation of the longer run
+    assert "gain over the last fifth of the run: " in out
     for bucket in ("5-10", "31-40", "51-60"):
         assert any(line.strip().startswith(bucket + " |") for line in out.splitlines()), bucket
+
+
+def test_last_fifth_gain_compares_the_best_of_the_last_fifth_with_the_best_before():
+    from attnlab.experiments.rnnenc_plateau import last_fifth_gain
+    from attnlab.train import History
+
+    curve = [0.1, 0.5, 0.4, 0.45, 0.6, 0.55, 0.5, 0.52, 0.58, 0.62]
+    history = History(evals=[{"step": i, "val_accuracy": a} for i, a in enumerate(curve)])
+    # last fifth: 0.58, 0.62 (best 0.62); before: best 0.6
+    assert last_fifth_gain(history).endswith("+0.020")
+    with pytest.raises(ValueError, match="at least 2 evaluations, got 1"):
+        last_fifth_gain(History(evals=[{"step": 1, "val_accuracy": 0.5}]))

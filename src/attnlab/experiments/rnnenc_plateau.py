@@ -58,6 +58,17 @@ def curve_lines(history: History, every: int) -> list[str]:
     ]
 
 
+def last_fifth_gain(history: History) -> str:
+    """How much the validation accuracy rose over the last fifth of the run: the
+    best of the last fifth's evaluations minus the best of all before it."""
+    _, accuracy = history.metric("val_accuracy")
+    if len(accuracy) < 2:
+        raise ValueError(f"need at least 2 evaluations, got {len(accuracy)}")
+    cut = len(accuracy) - max(1, len(accuracy) // 5)
+    gain = max(accuracy[cut:]) - max(accuracy[:cut])
+    return f"gain over the last fifth of the run: {gain:+.3f}"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m attnlab.experiments rnnenc-plateau",
@@ -97,13 +108,14 @@ def main(argv: list[str] | None = None) -> None:
         f"\nRNNenc trained {long_steps} steps ({rnnenc_history.seconds:.0f} s),"
         f" RNNsearch {args.steps} steps ({rnnsearch_history.seconds:.0f} s), seed 0,"
         f" {datetime.date.today().isoformat()}, torch {torch.__version__},"
-        f" {platform.machine()} with {os.cpu_count()} cores, torch's default threads"
-        " (as in the chapter)\n"
+        f" {platform.machine()} with {os.cpu_count()} cores,"
+        f" {torch.get_num_threads()} torch threads\n"
     )
     print(
         "RNNenc, teacher-forced validation accuracy (31-40 words) during training:"
     )
     print("\n".join(curve_lines(rnnenc_history, every=max(1, args.factor))))
+    print(last_fifth_gain(rnnenc_history))
     print("\nbucket | RNNenc: word  exact | RNNsearch: word  exact")
     for a, b in zip(rows["RNNenc"], rows["RNNsearch"], strict=True):
         print(
