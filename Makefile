@@ -14,8 +14,12 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+# Every notebook executed afresh, two at a time (one thread each; the appendix, which times code, alone at the
+# end), into the cache that the build then reads: an empty cache first, so a change in src/ never hides behind it.
 book: $(STAMP)
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/.jupyter_cache
+	ATTNLAB_PROGRESS=lines $(BIN)/python scripts/execute_book.py --cache _build/.jupyter_cache --workers 2 \
+		--alone notebooks/appendix_attention_costs.ipynb -- notebooks/*.ipynb
 	ATTNLAB_PROGRESS=lines $(BIN)/jupyter-book build . --all -W --keep-going
 
 # An offline copy: MathJax from the npm registry, served from _build/html/_static instead of a CDN.
