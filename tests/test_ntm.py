@@ -396,6 +396,26 @@ def test_sampler_is_deterministic_per_step_and_in_range():
         copytask.copy_sampler(4, seed=0, min_length=5, max_length=3)
 
 
+def test_sampler_adds_all_zero_vectors_on_request_and_only_then():
+    plain = copytask.copy_sampler(64, seed=3)
+    zeroed = copytask.copy_sampler(64, seed=3, zero_vectors=0.25)
+    shares = []
+    for step in range(30):
+        (x, y), (xz, yz) = plain(step), zeroed(step)
+        length = y.shape[1]
+        assert yz.shape == y.shape and xz.shape == x.shape
+        # the inputs still carry the targets, the delimiter and the blank steps
+        assert torch.equal(xz[:, :length, :8], yz) and torch.equal(xz[:, length:], x[:, length:])
+        is_zero = yz.sum(-1) == 0
+        # a vector is either the task's own or all zeros
+        assert torch.equal(yz[~is_zero], y[~is_zero])
+        shares.append(is_zero.float().mean().item())
+    # 1/256 of the task's vectors are all zeros by chance; here about a quarter more
+    assert 0.2 < sum(shares) / len(shares) < 0.3, shares
+    with pytest.raises(ValueError, match="0 <= zero_vectors < 1"):
+        copytask.copy_sampler(4, seed=0, zero_vectors=1.0)
+
+
 def test_bits_per_sequence_counts_wrong_bits_and_nan():
     targets = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0]]])
     logits = torch.tensor([[[2.0, -1.0], [1.0, 3.0]], [[float("nan"), 1.0], [-1.0, 0.0]]])
@@ -508,6 +528,37 @@ def test_experiment_prints_a_table_and_counts_failures(capsys):
     assert "| 10 | 1.0 | 3.0 | 2.0 | 1.4 |" in ntm_copy.table(table, digits=1)
     ntm_copy.main(["--model", "lstm", "--seeds", "1", "--steps", "1", "--eval-sequences", "1"])
     assert "LSTM copy task" in capsys.readouterr().out
+
+
+def test_experiment_changes_the_recipe_and_evaluates_on_validation_sequences(capsys, monkeypatch):
+    from attnlab.experiments import ntm_copy
+
+    calls = []
+
+    def fake_train(model, **kwargs):
+        calls.append(kwargs)
+        return copytask.train_copy(model, **{**kwargs, "steps": 1})
+
+    seeds = []
+    real_evaluate = ntm_copy.evaluate_copy
+
+    def spy_evaluate(model, lengths, *, n, seed):
+        seeds.append(seed)
+        return real_evaluate(model, lengths, n=n, seed=seed)
+
+    monkeypatch.setattr(ntm_copy, "train_copy", fake_train)
+    monkeypatch.setattr(ntm_copy, "evaluate_copy", spy_evaluate)
+    ntm_copy.main(["--seeds", "1", "--steps", "1", "--eval-sequences", "1"])
+    ntm_copy.main(["--seeds", "1", "--steps", "1", "--eval-sequences", "1", "--validation",
+                   "--lr", "2e-3", "--lr-drop", "0.15", "--zero-vectors", "0.05"])
+    out = capsys.readouterr().out
+    # the default recipe is train_copy's own, and it is evaluated on the test sequences
+    assert (calls[0]["lr"], calls[0]["lr_drop"]) == (1e-3, 0.3) and "zero_vectors" not in calls[0]
+    assert (calls[1]["lr"], calls[1]["lr_drop"], calls[1]["zero_vectors"]) == (2e-3, 0.15, 0.05)
+    assert seeds == [ntm_copy.TEST_SEED, ntm_copy.VALIDATION_SEED]
+    assert ntm_copy.TEST_SEED != ntm_copy.VALIDATION_SEED
+    assert "1 test sequences per length" in out and "1 validation sequences per length" in out
+    assert "learning rate 0.002 (times 0.15 after the drop)" in out and "probability 0.05" in out
 
 
 def test_plots_of_weightings_and_sequences_label_their_axes():

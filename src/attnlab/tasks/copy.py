@@ -50,24 +50,36 @@ def copy_sampler(
     min_length: int = 1,
     max_length: int = 20,
     bits: int = BITS,
+    zero_vectors: float = 0.0,
 ) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
     """``next_batch(step)`` for :func:`attnlab.train.train`: a batch of one random
     length in [min, max].
 
-    The batch of a step depends only on ``(seed, step)``, so a run is reproducible
-    however it is interrupted.
+    ``zero_vectors`` is the probability with which each vector is replaced by all
+    zeros (0, the default, leaves the batches of the task as they are). The batch of
+    a step depends only on ``(seed, step)``, so a run is reproducible however it is
+    interrupted.
     """
     if not 1 <= min_length <= max_length:
         raise ValueError(
             f"need 1 <= min_length <= max_length, got {min_length} and {max_length}"
         )
+    if not 0 <= zero_vectors < 1:
+        raise ValueError(f"need 0 <= zero_vectors < 1, got {zero_vectors}")
 
     def next_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
         length = int(
             torch.randint(min_length, max_length + 1, (1,), generator=generator)
         )
-        return copy_batch(batch_size, length, generator=generator, bits=bits)
+        inputs, targets = copy_batch(
+            batch_size, length, generator=generator, bits=bits
+        )
+        if zero_vectors:
+            draws = torch.rand(batch_size, length, generator=generator)
+            targets = targets * (draws >= zero_vectors).unsqueeze(-1)
+            inputs[:, :length, :bits] = targets
+        return inputs, targets
 
     return next_batch
 
@@ -172,6 +184,7 @@ def train_copy(
     clip: float = 10.0,
     lr_drop: float = 0.3,
     lr_drop_bits: float = 1.0,
+    zero_vectors: float = 0.0,
     eval_every: int = 50,
     desc: str = "copy task",
 ) -> History:
@@ -185,7 +198,8 @@ def train_copy(
     model copies almost perfectly) the learning rate is multiplied by ``lr_drop`` for
     the rest of the run, which calms the late blow-ups NTM training is prone to; at
     the end the weights with the lowest ``val_loss`` are restored, so a blow-up
-    cannot undo a solution that was found.
+    cannot undo a solution that was found. ``zero_vectors`` goes to
+    :func:`copy_sampler` (training batches only; validation keeps the task as it is).
     """
     val_generator = torch.Generator().manual_seed(seed + 10_000)
     val_batches = [
@@ -207,7 +221,7 @@ def train_copy(
 
     return train(
         model,
-        copy_sampler(batch_size, seed=seed),
+        copy_sampler(batch_size, seed=seed, zero_vectors=zero_vectors),
         copy_loss,
         steps=steps,
         batch_size=batch_size,
