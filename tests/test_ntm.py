@@ -416,6 +416,22 @@ def test_sampler_adds_all_zero_vectors_on_request_and_only_then():
         copytask.copy_sampler(4, seed=0, zero_vectors=1.0)
 
 
+def test_sampler_curriculum_grows_the_longest_length_then_draws_all():
+    sampler = copytask.copy_sampler(2, seed=5, curriculum=100)
+    plain = copytask.copy_sampler(2, seed=5)
+    # the longest length allowed at each step, from 2 at step 0 to 20 at step 99
+    longest = [1 + math.ceil(19 * (step + 1) / 100) for step in range(100)]
+    assert longest[0] == 2 and longest[-1] == 20
+    lengths = [sampler(step)[1].shape[1] for step in range(100)]
+    assert all(1 <= n <= top for n, top in zip(lengths, longest, strict=True))
+    assert max(lengths[:20]) <= 5 and max(lengths[80:]) > 10
+    # after the curriculum, the batches are the task's own
+    for step in (100, 150, 321):
+        assert all(torch.equal(a, b) for a, b in zip(sampler(step), plain(step), strict=True))
+    with pytest.raises(ValueError, match="curriculum >= 0"):
+        copytask.copy_sampler(4, seed=0, curriculum=-1)
+
+
 def test_bits_per_sequence_counts_wrong_bits_and_nan():
     targets = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0]]])
     logits = torch.tensor([[[2.0, -1.0], [1.0, 3.0]], [[float("nan"), 1.0], [-1.0, 0.0]]])
@@ -550,15 +566,18 @@ def test_experiment_changes_the_recipe_and_evaluates_on_validation_sequences(cap
     monkeypatch.setattr(ntm_copy, "evaluate_copy", spy_evaluate)
     ntm_copy.main(["--seeds", "1", "--steps", "1", "--eval-sequences", "1"])
     ntm_copy.main(["--seeds", "1", "--steps", "1", "--eval-sequences", "1", "--validation",
-                   "--lr", "2e-3", "--lr-drop", "0.15", "--zero-vectors", "0.05"])
+                   "--lr", "2e-3", "--lr-drop", "0.15", "--zero-vectors", "0.05",
+                   "--curriculum", "7"])
     out = capsys.readouterr().out
     # the default recipe is train_copy's own, and it is evaluated on the test sequences
     assert (calls[0]["lr"], calls[0]["lr_drop"]) == (1e-3, 0.3) and "zero_vectors" not in calls[0]
     assert (calls[1]["lr"], calls[1]["lr_drop"], calls[1]["zero_vectors"]) == (2e-3, 0.15, 0.05)
+    assert calls[1]["curriculum"] == 7 and "curriculum" not in calls[0]
     assert seeds == [ntm_copy.TEST_SEED, ntm_copy.VALIDATION_SEED]
     assert ntm_copy.TEST_SEED != ntm_copy.VALIDATION_SEED
     assert "1 test sequences per length" in out and "1 validation sequences per length" in out
     assert "learning rate 0.002 (times 0.15 after the drop)" in out and "probability 0.05" in out
+    assert "curriculum over 7 steps" in out
 
 
 def test_plots_of_weightings_and_sequences_label_their_axes():

@@ -13,7 +13,8 @@ machine. The errors of a trained NTM are rare, badly copied sequences, so the te
 set must be large: with 64 sequences, a single one with 7 wrong bits decides
 whether a seed meets the target.
 
-Options change one part of the recipe (``--lr``, ``--lr-drop``, ``--zero-vectors``)
+Options change one part of the recipe (``--lr``, ``--lr-drop``, ``--zero-vectors``,
+``--curriculum``)
 and, with ``--validation``, evaluate on 1,024 validation sequences per length drawn
 apart from the test sequences, so that a change to the recipe can be judged without
 looking at the test set.
@@ -52,12 +53,13 @@ def run_seed(
     kind: str = "ntm",
     *,
     eval_seed: int = TEST_SEED,
-    **recipe: float,
+    **recipe: float | int,
 ) -> tuple[dict[str, dict[int, float]], float]:
     """Train one model (the chapter's NTM, or its LSTM baseline) from ``seed``;
     return :func:`~attnlab.tasks.copy.evaluate_copy`'s measures by length on the
     sequences of ``eval_seed`` and the training seconds. ``recipe`` (``lr``,
-    ``lr_drop``, ``zero_vectors``) goes to :func:`~attnlab.tasks.copy.train_copy`."""
+    ``lr_drop``, ``zero_vectors``, ``curriculum``) goes to
+    :func:`~attnlab.tasks.copy.train_copy`."""
     seed_everything(seed)
     if kind == "ntm":
         model = NTM(
@@ -141,6 +143,12 @@ def main(argv: list[str] | None = None) -> None:
         help="probability of an all-zero training vector besides chance (0)",
     )
     parser.add_argument(
+        "--curriculum",
+        type=int,
+        default=0,
+        help="steps over which the longest training length grows to 20 (0)",
+    )
+    parser.add_argument(
         "--validation",
         action="store_true",
         help="evaluate on validation sequences, drawn apart from the test ones",
@@ -151,6 +159,8 @@ def main(argv: list[str] | None = None) -> None:
     recipe = {"lr": args.lr, "lr_drop": args.lr_drop}
     if args.zero_vectors:
         recipe["zero_vectors"] = args.zero_vectors
+    if args.curriculum:
+        recipe["curriculum"] = args.curriculum
     sequences = "validation" if args.validation else "test"
     torch.set_num_threads(
         1
@@ -176,7 +186,8 @@ def main(argv: list[str] | None = None) -> None:
         f" ({args.eval_sequences} {sequences} sequences per length), {args.steps}"
         f" steps of batch 32 per seed, learning rate {args.lr:g} (times"
         f" {args.lr_drop:g} after the drop), all-zero training vectors added with"
-        f" probability {args.zero_vectors:g}, {datetime.date.today().isoformat()},"
+        f" probability {args.zero_vectors:g}, curriculum over"
+        f" {args.curriculum} steps, {datetime.date.today().isoformat()},"
         f" torch {torch.__version__}, {platform.machine()} with {os.cpu_count()}"
         " cores, one thread:\n"
     )

@@ -52,14 +52,18 @@ def copy_sampler(
     max_length: int = 20,
     bits: int = BITS,
     zero_vectors: float = 0.0,
+    curriculum: int = 0,
 ) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
     """``next_batch(step)`` for :func:`attnlab.train.train`: a batch of one random
     length in [min, max].
 
     ``zero_vectors`` is the probability with which each vector is replaced by all
-    zeros (0, the default, leaves the batches of the task as they are). The batch of
-    a step depends only on ``(seed, step)``, so a run is reproducible however it is
-    interrupted.
+    zeros (0, the default, leaves the batches of the task as they are). With a
+    ``curriculum`` of ``c`` steps, the longest length grows linearly over the first
+    ``c`` steps, from ``min_length + 1`` at step 0 to ``max_length`` at step
+    ``c - 1`` (0, the default, draws from the whole range from the start). The batch
+    of a step depends only on ``(seed, step)``, so a run is reproducible however it
+    is interrupted.
     """
     if not 1 <= min_length <= max_length:
         raise ValueError(
@@ -67,11 +71,19 @@ def copy_sampler(
         )
     if not 0 <= zero_vectors < 1:
         raise ValueError(f"need 0 <= zero_vectors < 1, got {zero_vectors}")
+    if curriculum < 0:
+        raise ValueError(f"need curriculum >= 0 steps, got {curriculum}")
+
+    def longest(step: int) -> int:
+        if step >= curriculum:
+            return max_length
+        grown = math.ceil((max_length - min_length) * (step + 1) / curriculum)
+        return min_length + grown
 
     def next_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
         length = int(
-            torch.randint(min_length, max_length + 1, (1,), generator=generator)
+            torch.randint(min_length, longest(step) + 1, (1,), generator=generator)
         )
         inputs, targets = copy_batch(
             batch_size, length, generator=generator, bits=bits
@@ -186,6 +198,7 @@ def train_copy(
     lr_drop: float = 0.3,
     lr_drop_bits: float = 1.0,
     zero_vectors: float = 0.0,
+    curriculum: int = 0,
     eval_every: int = 50,
     desc: str = "copy task",
 ) -> History:
@@ -199,8 +212,9 @@ def train_copy(
     model copies almost perfectly) the learning rate is multiplied by ``lr_drop`` for
     the rest of the run, which calms the late blow-ups NTM training is prone to; at
     the end the weights with the lowest ``val_loss`` are restored, so a blow-up
-    cannot undo a solution that was found. ``zero_vectors`` goes to
-    :func:`copy_sampler` (training batches only; validation keeps the task as it is).
+    cannot undo a solution that was found. ``zero_vectors`` and ``curriculum`` go
+    to :func:`copy_sampler` (training batches only; validation keeps the task as it
+    is).
     """
     val_generator = torch.Generator().manual_seed(seed + 10_000)
     val_batches = [
@@ -222,7 +236,9 @@ def train_copy(
 
     return train(
         model,
-        copy_sampler(batch_size, seed=seed, zero_vectors=zero_vectors),
+        copy_sampler(
+            batch_size, seed=seed, zero_vectors=zero_vectors, curriculum=curriculum
+        ),
         copy_loss,
         steps=steps,
         batch_size=batch_size,
