@@ -570,13 +570,14 @@ def test_experiment_changes_the_recipe_and_evaluates_on_validation_sequences(cap
                    "--curriculum", "7"])
     out = capsys.readouterr().out
     # the default recipe is train_copy's own, and it is evaluated on the test sequences
-    assert (calls[0]["lr"], calls[0]["lr_drop"]) == (1e-3, 0.3) and "zero_vectors" not in calls[0]
+    assert (calls[0]["lr"], calls[0]["lr_drop"]) == (1e-3, 1.0) and "zero_vectors" not in calls[0]
     assert (calls[1]["lr"], calls[1]["lr_drop"], calls[1]["zero_vectors"]) == (2e-3, 0.15, 0.05)
     assert calls[1]["curriculum"] == 7 and "curriculum" not in calls[0]
     assert seeds == [ntm_copy.TEST_SEED, ntm_copy.VALIDATION_SEED]
     assert ntm_copy.TEST_SEED != ntm_copy.VALIDATION_SEED
     assert "1 test sequences per length" in out and "1 validation sequences per length" in out
-    assert "learning rate 0.002 (times 0.15 after the drop)" in out and "probability 0.05" in out
+    assert "learning rate 0.001 throughout" in out
+    assert "learning rate 0.002 (times 0.15 once validation is below 1 bit)" in out and "probability 0.05" in out
     assert "curriculum over 7 steps" in out
 
 

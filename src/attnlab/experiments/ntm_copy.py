@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--lr-drop",
         type=float,
-        default=0.3,
-        help="factor of the learning rate once validation is below 1 bit (0.3)",
+        default=1.0,
+        help="factor of the learning rate once validation is below 1 bit (1: none)",
     )
     parser.add_argument(
         "--zero-vectors",
@@ -184,8 +184,13 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"\n{args.model.upper()} copy task, wrong bits per sequence"
         f" ({args.eval_sequences} {sequences} sequences per length), {args.steps}"
-        f" steps of batch 32 per seed, learning rate {args.lr:g} (times"
-        f" {args.lr_drop:g} after the drop), all-zero training vectors added with"
+        f" steps of batch 32 per seed, learning rate {args.lr:g}"
+        + (
+            f" (times {args.lr_drop:g} once validation is below 1 bit)"
+            if args.lr_drop != 1
+            else " throughout"
+        )
+        + ", all-zero training vectors added with"
         f" probability {args.zero_vectors:g}, curriculum over"
         f" {args.curriculum} steps, {datetime.date.today().isoformat()},"
         f" torch {torch.__version__}, {platform.machine()} with {os.cpu_count()}"

@@ -195,7 +195,7 @@ def train_copy(
     batch_size: int = 32,
     lr: float = 1e-3,
     clip: float = 10.0,
-    lr_drop: float = 0.3,
+    lr_drop: float = 1.0,
     lr_drop_bits: float = 1.0,
     zero_vectors: float = 0.0,
     curriculum: int = 0,
@@ -208,13 +208,13 @@ def train_copy(
     The loss is in nats per sequence, so the gradient-norm ``clip`` acts on a
     per-sequence scale. Every ``eval_every`` steps it measures ``val_bits`` (wrong
     bits per sequence) and ``val_loss`` on 128 fixed validation sequences, 32 each of
-    the lengths 5, 10, 15 and 20. Once ``val_bits`` falls below ``lr_drop_bits`` (the
-    model copies almost perfectly) the learning rate is multiplied by ``lr_drop`` for
-    the rest of the run, which calms the late blow-ups NTM training is prone to; at
-    the end the weights with the lowest ``val_loss`` are restored, so a blow-up
-    cannot undo a solution that was found. ``zero_vectors`` and ``curriculum`` go
-    to :func:`copy_sampler` (training batches only; validation keeps the task as it
-    is).
+    the lengths 5, 10, 15 and 20. At the end the weights with the lowest
+    ``val_loss`` are restored, so a late blow-up, which NTM training is prone to,
+    cannot undo a solution that was found. The learning rate stays constant unless
+    ``lr_drop`` is below 1: then, once ``val_bits`` falls below ``lr_drop_bits``, it
+    is multiplied by ``lr_drop`` for the rest of the run. ``zero_vectors`` and
+    ``curriculum`` go to :func:`copy_sampler` (training batches only; validation
+    keeps the task as it is).
     """
     val_generator = torch.Generator().manual_seed(seed + 10_000)
     val_batches = [
