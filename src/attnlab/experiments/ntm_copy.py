@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import inspect
 import os
 import platform
 import statistics
@@ -38,6 +39,12 @@ LENGTHS = (10, 20, 30, 40, 50, 60)
 SOLVED_BITS = 0.1  # at the training lengths 10 and 20
 LONG_BITS = 1.0  # at length 40
 VALIDATION_SEED = 777  # evaluate_copy's sequences apart from the TEST_SEED ones
+# the options' defaults are train_copy's own: the command's default is the recipe
+RECIPE = {
+    name: parameter.default
+    for name, parameter in inspect.signature(train_copy).parameters.items()
+    if name in ("lr", "lr_drop", "zero_vectors", "curriculum")
+}
 
 
 def met_target(bits: dict[int, float]) -> bool:
@@ -128,25 +135,31 @@ def main(argv: list[str] | None = None) -> None:
         ),
     )
     parser.add_argument(
-        "--lr", type=float, default=1e-3, help="Adam's learning rate (default 1e-3)"
+        "--lr",
+        type=float,
+        default=RECIPE["lr"],
+        help="Adam's learning rate (default %(default)g)",
     )
     parser.add_argument(
         "--lr-drop",
         type=float,
-        default=1.0,
-        help="factor of the learning rate once validation is below 1 bit (1: none)",
+        default=RECIPE["lr_drop"],
+        help="factor of the learning rate once validation is below 1 bit"
+        " (%(default)g; 1 keeps it constant)",
     )
     parser.add_argument(
         "--zero-vectors",
         type=float,
-        default=0.0,
-        help="probability of an all-zero training vector besides chance (0)",
+        default=RECIPE["zero_vectors"],
+        help="probability of an all-zero training vector besides chance"
+        " (%(default)g)",
     )
     parser.add_argument(
         "--curriculum",
         type=int,
-        default=0,
-        help="steps over which the longest training length grows to 20 (0)",
+        default=RECIPE["curriculum"],
+        help="steps over which the longest training length grows to 20"
+        " (%(default)d)",
     )
     parser.add_argument(
         "--validation",
