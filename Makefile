@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book offline browser-test test student course grade lint clean
+.PHONY: book offline browser-test test student course grade lint clean robust
 
 # requirements.lock pins every package, torch==2.13.0 among them: the CPU build, never a multi-GB CUDA download.
 $(STAMP): requirements.lock pyproject.toml
@@ -18,9 +18,18 @@ $(STAMP): requirements.lock pyproject.toml
 # end), into the cache that the build then reads: an empty cache first, so a change in src/ never hides behind it.
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/.jupyter_cache
-	ATTNLAB_PROGRESS=lines $(BIN)/python scripts/execute_book.py --cache _build/.jupyter_cache --workers 2 \
+	ATTNLAB_PROGRESS=lines ATTNLAB_STRICT=1 $(BIN)/python scripts/execute_book.py --cache _build/.jupyter_cache --workers 2 \
 		--alone notebooks/appendix_attention_costs.ipynb -- notebooks/*.ipynb
 	ATTNLAB_PROGRESS=lines $(BIN)/jupyter-book build . --all -W --keep-going
+
+# Every chapter in full under the robustness conditions (other seed offsets, torch's non-vectorised kernels, no
+# thread setting), two at a time: the table goes to _build/robust/ and, once every chapter has run under every
+# condition, to the reproducing page. `make robust CHAPTERS="09 10"` runs a subset, `CONDITION="no thread
+# setting"` one condition; both add to the runs recorded in _build/robust/ (a plain `make robust` starts afresh).
+robust: $(STAMP)
+	$(BIN)/python scripts/robust.py --out _build/robust --workers 2 --table book/robustness_table.md \
+		$(if $(CONDITION),--condition "$(CONDITION)") $(if $(CHAPTERS)$(CONDITION),,--fresh) \
+		$(if $(CHAPTERS),$(foreach c,$(CHAPTERS),notebooks/$(c)_*.ipynb),notebooks/[01]*_*.ipynb)
 
 # An offline copy: MathJax from the npm registry, served from _build/html/_static instead of a CDN.
 offline: $(STAMP)
@@ -34,7 +43,7 @@ browser-test: $(STAMP)
 
 # Two pytest workers (pytest-xdist), each test file and each notebook on one of them, one thread each.
 test: $(STAMP)
-	ATTNLAB_QUICK=1 OMP_NUM_THREADS=1 $(BIN)/pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
+	ATTNLAB_QUICK=1 ATTNLAB_STRICT=1 OMP_NUM_THREADS=1 $(BIN)/pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
 		-n 2 --dist loadfile
 
 student: $(STAMP)

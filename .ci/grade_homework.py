@@ -3,9 +3,22 @@
 For every chapter, in a course folder of its own (so that two chapters are graded at once, each with its own
 gradebook): write the nbgrader course from the solution notebook, release it with
 `nbgrader generate_assignment` and check that the release is the students' version that `make student` writes;
-then submit three notebooks made from that students' version (the worked solutions, the untouched notebook, and
-typical wrong answers kept in tests/wrong_answers/), autograde them, export the scores to CSV and check each
-submission's score. Prints the score table; exits non-zero on any mismatch.
+then submit notebooks made from that students' version and grade them with `python -m attnlab.grading`:
+
+- solution: the worked solutions, each also printing, writing to stderr and warning (full points);
+- untouched: the students' notebook as released (0 points);
+- wrong: typical wrong answers kept in tests/wrong_answers/ (loses exactly those exercises' points);
+- tampered: the wrong answers, plus a cell that rebinds every check in the notebook and in the package and
+  patches the checks' helper, the check cell of a wrong answer deleted, another check cell's points edited, one
+  right answer that loops forever and one with a syntax error (gains nothing; loses the looping and the broken
+  exercises; the deleted cell is restored, the time-out reported, and the feedback says which exercise loops and
+  which has a syntax error);
+- not-a-notebook and empty: a text file and an empty file (could not be graded, with the reason);
+- absent: a student of the gradebook who handed nothing in (not submitted).
+
+It checks every status and score, that every submission is graded within 60 s, and that no feedback page shows a
+hidden test, a worked solution, a rubric or a path of the grading machine. Prints the table; exits non-zero on any
+mismatch.
 
     python .ci/grade_homework.py [--courses _build/grading] [--jobs 2] [notebooks/01_*.ipynb ...]
 """
@@ -14,19 +27,21 @@ from __future__ import annotations
 
 import argparse
 import copy
-import csv
 import importlib
 import os
 import pkgutil
+import re
 import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
 
+from attnlab.grading import CELL_SECONDS, GRADED, NOT_SUBMITTED, UNGRADABLE, grade
 from attnlab.homework import (
+    BEGIN,
+    END,
     chapter_notebooks,
     exercises,
     solution_code,
@@ -52,14 +67,51 @@ def wrong_answers() -> dict[str, str]:
     return answers
 
 
-def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str]) -> tuple[dict, float, float]:
-    """The three submissions of one chapter, its autograded points, and the points the wrong answers lose."""
+NOISE = [
+    'print("checking my answer")',
+    'print("a note to stderr", file=__import__("sys").stderr)',
+    '__import__("warnings").warn("a warning from my own code")',
+]
+TAMPERING = """\
+import attnlab.exercises as _exercises
+import attnlab.exercises._checking as _checking
+
+for _name in dir(_exercises):
+    if _name.startswith("check_"):
+        setattr(_exercises, _name, lambda *args, **kwargs: print("Well done"))
+        globals()[_name] = getattr(_exercises, _name)
+_checking.expect_close = lambda *args, **kwargs: None
+_checking.call = lambda fn, name, *args, **kwargs: fn(*args, **kwargs)
+"""
+
+
+def with_region(source: str, lines: list[str], replace: bool = False) -> str:
+    """A solution cell's code as handed in, with ``lines`` at the start of its answer (or instead of it)."""
+    out, inside = [], False
+    for line in source.splitlines():
+        if line.strip() == BEGIN:
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            out += [indent + extra for extra in lines]
+        elif line.strip() == END:
+            inside = False
+        elif not (inside and replace):
+            out.append(line)
+    return "\n".join(out)
+
+
+def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str]) -> tuple[dict, dict, dict]:
+    """The submissions of one chapter, the expected (status, points, notes) of each student, and what some
+    students' feedback pages must say."""
     untouched = student_version(nb)
-    solved = copy.deepcopy(untouched)
     found = exercises(nb)
+    code = [e for e in found if e.kind == "code"]
+    auto = sum(e.points for e in code)
+    solved, noisy = copy.deepcopy(untouched), copy.deepcopy(untouched)  # noisy: right answers that print and warn
     for exercise in found:
-        solved.cells[exercise.answer].source = (solution_code(nb.cells[exercise.answer].source)
-                                                if exercise.kind == "code" else nb.cells[exercise.answer].source)
+        answer = nb.cells[exercise.answer].source
+        solved.cells[exercise.answer].source = solution_code(answer) if exercise.kind == "code" else answer
+        noisy.cells[exercise.answer].source = with_region(answer, NOISE) if exercise.kind == "code" else answer
     mistaken = copy.deepcopy(solved)
     lost = 0.0
     for exercise in found:
@@ -68,8 +120,44 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str]) -> tuple[dict,
                 raise SystemExit(f"{exercise.label} is a written exercise: wrong answers are for code exercises")
             mistaken.cells[exercise.answer].source = wrong[exercise.label]
             lost += exercise.points
-    auto = sum(e.points for e in found if e.kind == "code")
-    return {"solution": solved, "untouched": untouched, "wrong": mistaken}, auto, lost
+    tampered = copy.deepcopy(mistaken)
+    # the answer that loops forever: one whose function only its own check calls, so that one cell times out
+    def used_later(exercise) -> bool:
+        names = re.findall(r"^def (\w+)", nb.cells[exercise.answer].source, flags=re.MULTILINE)
+        later = "\n".join(c.source for c in nb.cells[exercise.check + 1:] if c.cell_type == "code")
+        return any(re.search(rf"\b{name}\b", later) for name in names)
+
+    candidates = [e for e in code if e.label not in wrong]
+    looping = next((e for e in candidates if not used_later(e)), candidates[0])
+    tampered.cells[looping.answer].source = with_region(nb.cells[looping.answer].source, ["while True:", "    pass"],
+                                                        replace=True)
+    deleted = next(e for e in code if e.label in wrong)
+    edited = next((e for e in code if e is not looping and e is not deleted), deleted)
+    tampered.cells[edited.check].metadata["nbgrader"]["points"] = 100.0
+    # a right answer with a syntax error, where one is left: its feedback must say so
+    broken = next((e for e in candidates if e not in (looping, edited) and not used_later(e)), None)
+    if broken is not None:
+        tampered.cells[broken.answer].source = solution_code(nb.cells[broken.answer].source) + "\n    return ("
+    imports = next(i for i, c in enumerate(tampered.cells) if "from attnlab.exercises import" in c.source)
+    del tampered.cells[deleted.check]
+    cell = nbformat.v4.new_code_cell(TAMPERING)
+    if tampered.nbformat_minor < 5:
+        del cell["id"]  # cell ids came with nbformat 4.5
+    tampered.cells.insert(imports + 1, cell)
+    subs = {"solution": noisy, "untouched": untouched, "wrong": mistaken,
+            "tampered": tampered, "not-a-notebook": "These are my answers: 42.\n", "empty": ""}
+    expected = {
+        "solution": (GRADED, auto, ""),
+        "untouched": (GRADED, 0.0, ""),
+        "wrong": (GRADED, auto - lost, ""),
+        "tampered": (GRADED, auto - lost - looping.points - (broken.points if broken else 0),
+                     f"deleted cells restored: {deleted.label}-check; time-out in {looping.label}"),
+        "not-a-notebook": (UNGRADABLE, 0.0, "not a notebook"),
+        "empty": (UNGRADABLE, 0.0, "empty file"),
+        "absent": (NOT_SUBMITTED, 0.0, ""),
+    }
+    feedback = {"tampered": ["loops forever"] + (["has a syntax error"] if broken else [])}
+    return subs, expected, feedback
 
 
 def same_release(released: nbformat.NotebookNode, ours: nbformat.NotebookNode) -> list[str]:
@@ -96,30 +184,56 @@ def nbgrader(*args: str, course: Path) -> None:
         raise SystemExit(f"nbgrader {' '.join(args)} failed with exit code {result.returncode}")
 
 
-def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[tuple, dict, list[str]]:
-    """Release, submit and autograde one chapter in its own course folder; returns (row, scores, failures)."""
+LEAKS = ("BEGIN HIDDEN", "_integrity", "_graded", "_kept", BEGIN, "Rubric", "rubric", "site-packages",
+         "Traceback (most recent call last)", str(ROOT))
+
+
+def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Release, submit and grade one chapter in its own course folder; returns (table rows, failures)."""
     stem = path.stem
     write_course([path], course)
     nb = nbformat.read(path, as_version=4)
     nbgrader("generate_assignment", stem, "--force", course=course)
     released = nbformat.read(course / "release" / stem / path.name, as_version=4)
     failures = [f"{stem}: {p}" for p in same_release(released, student_version(nb))]
-    subs, auto, lost = submissions(nb, wrong)
-    if lost == 0:
-        failures.append(f"{stem}: tests/wrong_answers/ has no wrong answer for any of its code exercises")
+    subs, expected, says = submissions(nb, wrong)
     for student, submission in subs.items():
         folder = course / "submitted" / student / stem
         folder.mkdir(parents=True, exist_ok=True)
-        nbformat.write(submission, folder / path.name)
-    start = time.perf_counter()
-    nbgrader("autograde", stem, "--force", course=course)
-    seconds = (time.perf_counter() - start) / len(subs)
-    if seconds > SECONDS_PER_SUBMISSION:
-        failures.append(f"{stem}: {seconds:.0f} s per submission, more than {SECONDS_PER_SUBMISSION} s")
-    nbgrader("export", "--to", str(course / "grades.csv"), course=course)
-    with open(course / "grades.csv") as file:
-        scores = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(file)}
-    return (stem, auto, lost, seconds), scores, failures
+        if isinstance(submission, str):
+            (folder / path.name).write_text(submission)
+        else:
+            nbformat.write(submission, folder / path.name)
+    nbgrader("db", "student", "add", "absent", course=course)
+    results = {r.student: r for r in grade(course, [stem], course / "grades.csv", quiet=True)}
+    rows = []
+    for student, (status, points, reason) in expected.items():
+        result = results.get(student)
+        if result is None:
+            failures.append(f"{stem}: {student} is missing from the grades")
+            continue
+        total = result.total if result.status == GRADED else 0.0
+        rows.append(f"{stem:34} {student:15} {result.status:20} {total:6g} {points:8g} {result.seconds:5.0f}  "
+                    f"{result.reason}")
+        if result.status != status or abs(total - points) > 1e-9:
+            failures.append(f"{stem}: {student} is {result.status} with {total:g} points, expected {status} with "
+                            f"{points:g}")
+        for part in filter(None, reason.split("; ")):
+            if part not in result.reason:
+                failures.append(f"{stem}: {student}'s notes {result.reason!r} do not say {part!r}")
+        limit = SECONDS_PER_SUBMISSION + CELL_SECONDS * result.reason.count("time-out")  # a loop costs its time-out
+        if result.seconds > limit:
+            failures.append(f"{stem}: {student} took {result.seconds:.0f} s, more than {limit} s")
+    pages = sorted((course / "feedback").glob("*/*/*.html"))
+    if len(pages) != sum(1 for s, e in expected.items() if e[0] == GRADED):
+        failures.append(f"{stem}: {len(pages)} feedback pages")
+    for page in pages:
+        text = page.read_text()
+        failures += [f"{stem}: {page.relative_to(course)} shows {leak!r}" for leak in LEAKS if leak in text]
+        student = page.relative_to(course / "feedback").parts[0]
+        failures += [f"{stem}: {student}'s feedback does not say {words!r}" for words in says.get(student, [])
+                     if words not in text]
+    return rows, failures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,19 +249,16 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(["rm", "-rf", str(courses)], check=True)
     wrong = wrong_answers()
     os.environ["OMP_NUM_THREADS"] = "1"  # two chapters at once share the cores; inherited by every kernel
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        graded = list(pool.map(lambda path: grade_chapter(path, courses / path.stem, wrong), paths))
-    print(f"{'chapter':34} {'points':>6} {'solution':>8} {'untouched':>9} {'wrong':>5} {'(expected)':>10} "
-          f"{'s/submission':>12}")
+    # one process per chapter: nbgrader's API grades in-process, and two chapters must not share one
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        graded = list(pool.map(grade_chapter, paths, [courses / p.stem for p in paths], [wrong] * len(paths)))
+    print(f"{'chapter':34} {'student':15} {'status':20} {'points':>6} {'expected':>8} {'s':>5}  notes")
     failures = []
-    for (stem, auto, lost, seconds), scores, chapter_failures in graded:
+    for rows, chapter_failures in graded:
+        print("\n".join(rows))
         failures += chapter_failures
-        print(f"{stem:34} {auto:6g} {scores['solution']:8g} {scores['untouched']:9g} {scores['wrong']:5g} "
-              f"{auto - lost:10g} {seconds:12.1f}")
-        expected = {"solution": auto, "untouched": 0.0, "wrong": auto - lost}
-        failures += [f"{stem}: {student} scored {scores[student]:g}, expected {expected[student]:g}"
-                     for student in expected if abs(scores[student] - expected[student]) > 1e-9]
-    print(f"scores exported by nbgrader to {courses}/<chapter>/grades.csv ({args.jobs} chapters at a time)")
+    print(f"graded with python -m attnlab.grading in {courses}/<chapter>/ ({args.jobs} chapters at a time); "
+          "feedback pages checked for leaks")
     for failure in failures:
         print("FAILED:", failure)
     return 1 if failures else 0

@@ -52,6 +52,7 @@ def main() -> int:
     # workers busy until the end
     together.reverse()
     os.environ["OMP_NUM_THREADS"] = "1"  # inherited by every kernel
+    os.environ["ATTNLAB_STRICT"] = "1"  # a result check that fails fails the build
     cache = get_cache(str(args.cache))
     start = time.perf_counter()
 

@@ -286,3 +286,22 @@ def test_query_training_rejects_wrong_outputs(city_memory):
         check_query_training(lambda t, s: learner(t, s)[0], memory, target)
     with pytest.raises(ExerciseError, match="not implemented yet"):
         check_query_training(stub, memory, target)
+
+
+def noisy_lookup(query, keys, values):
+    import sys
+    import warnings
+
+    print("debugging:", query.shape)
+    print("to stderr", file=sys.stderr)
+    warnings.warn("a warning of the student's own", UserWarning, stacklevel=1)
+    torch.tensor([torch.tensor(1.0)])  # a torch UserWarning, as students' code often has
+    return good_lookup(query, keys, values)
+
+
+def test_a_right_answer_that_warns_and_prints_passes_with_nothing_on_stderr(capsys):
+    check_soft_lookup(noisy_lookup)
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "passed" in out and "to stderr" in out and "debugging" in out
+    assert out.count("Note (costs no points): your code warned: UserWarning: a warning of the student's own") == 1

@@ -8,11 +8,13 @@ import inspect
 
 import nbformat
 import pytest
+import torch
 
 from attnlab.exercises import ExerciseError
 from attnlab.exercises._checking import CHECKS, _code_objects
 from attnlab.homework import (
     BEGIN_HIDDEN,
+    END_HIDDEN,
     TEXT_STUB,
     course_source,
     drop_result_asserts,
@@ -119,7 +121,7 @@ def test_course_source_marks_cells_for_nbgrader():
         ("ex-demo-why-question", False, False, True, None),
         ("ex-demo-why", True, True, False, 2.0),
     ]
-    assert BEGIN_HIDDEN in source.cells[3].source and "seed=None" in source.cells[3].source
+    assert source.cells[3].source == "check_sharpen(f)"  # hidden tests are added at grading only
     assert "SECRET RUBRIC" in source.cells[5].source and "2 points" in source.cells[5].source
     assert all("attnlab" not in cell.metadata for cell in source.cells)
     assert source.cells[3].outputs == [] and source.cells[3].execution_count is None
@@ -140,13 +142,66 @@ def test_student_version_is_the_release_without_answers_rubrics_or_hidden_tests(
     assert "y = x + 1" in nb.cells[2].source  # the solution notebook is untouched
 
 
-def test_hidden_tests_call_a_fresh_import_of_the_check_with_fresh_inputs():
+def right_lookup(query, keys, values):
+    weights = torch.softmax(keys @ query, dim=-1)
+    return weights @ values, weights
+
+
+def uniform_lookup(query, keys, values):
+    weights = torch.full((keys.shape[0],), 1 / keys.shape[0])
+    return weights @ values, weights
+
+
+def run_hidden(answer) -> None:
+    """The hidden tests of a check cell; they raise the ExerciseError of a fresh import,
+    an AssertionError."""
+    exec(hidden_tests("check_soft_lookup(answer, seed=3)"), {"answer": answer})
+
+
+def test_hidden_tests_grade_with_fresh_inputs(capsys):
     hidden = hidden_tests("x = 1\ncheck_model(model, accuracy, seed=3)\nprint(x)")
-    lines = hidden.splitlines()
-    assert lines[1] == "from attnlab.exercises import check_model as _graded_check_model"
-    assert lines[2] == "_graded_check_model(model, accuracy, seed=None)"
+    assert hidden.splitlines()[0] == BEGIN_HIDDEN and hidden.splitlines()[-1] == END_HIDDEN
+    assert "graded('check_model', model, accuracy, seed=None)" in hidden
     with pytest.raises(ValueError, match="no check_"):
         hidden_tests("print(1)")
+    run_hidden(right_lookup)
+    assert "passed" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="soft_lookup"):
+        run_hidden(uniform_lookup)
+
+
+def test_rebinding_a_check_or_patching_its_helpers_gains_nothing(monkeypatch):
+    import attnlab.exercises as public
+    import attnlab.exercises._checking as helpers
+    import attnlab.exercises.memory as memory
+
+    monkeypatch.setattr(public, "check_soft_lookup", lambda *args, **kwargs: None)
+    monkeypatch.setattr(memory, "check_soft_lookup", lambda *args, **kwargs: None)
+    monkeypatch.setattr(helpers, "expect_close", lambda *args, **kwargs: None)
+    monkeypatch.setattr(memory, "expect_close", lambda *args, **kwargs: None)
+    with pytest.raises(AssertionError, match="soft_lookup.s weights is wrong"):
+        run_hidden(uniform_lookup)
+    run_hidden(right_lookup)  # a right answer beside the tampering still passes
+    assert public.check_soft_lookup(uniform_lookup) is None  # the notebook's own binding is left as it was
+
+
+def test_patching_the_library_is_reported(monkeypatch):
+    import attnlab.attention as attention
+
+    monkeypatch.setattr(attention, "masked_softmax", lambda scores, mask=None: scores)
+    with pytest.raises(AssertionError, match="the course's code was changed in this notebook .*attention.masked_softmax"):
+        run_hidden(right_lookup)
+
+
+def test_an_answer_that_patches_the_checks_while_it_runs_is_reported():
+    def sneaky(query, keys, values):
+        import sys
+
+        sys.modules["attnlab.exercises.memory"].expect_close = lambda *args, **kwargs: None
+        return uniform_lookup(query, keys, values)
+
+    with pytest.raises(AssertionError, match="the course's code was changed in this notebook"):
+        run_hidden(sneaky)
 
 
 def test_result_asserts_are_dropped_for_quick_grading_only_in_result_cells():
@@ -160,6 +215,17 @@ def test_result_asserts_are_dropped_for_quick_grading_only_in_result_cells():
     exec(nb.cells[0].source, namespace)  # runs: no assertion left
     assert "print('kept')" in nb.cells[0].source and "quick mode" in nb.cells[0].source
     assert nb.cells[1].source == "assert 1 > 2"
+
+
+def test_result_checks_with_expect_are_dropped_for_quick_grading():
+    v4 = nbformat.v4
+    nb = v4.new_notebook()
+    nb.cells = [v4.new_code_cell("x = 0.1\nexpect(x > 0.9, 'high', x)\nprint('kept')", metadata={"tags": ["nbval-skip"]}),
+                v4.new_code_cell("expect(x > 0.9, 'high', x)")]
+    nb, _ = drop_result_asserts(nb, {})
+    assert "expect(" not in nb.cells[0].source and "print('kept')" in nb.cells[0].source
+    exec(nb.cells[0].source, {})  # runs without the check, which is not even defined here
+    assert nb.cells[1].source == "expect(x > 0.9, 'high', x)"
 
 
 def test_command_line_writes_every_students_notebook(tmp_path):

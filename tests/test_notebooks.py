@@ -119,3 +119,36 @@ def test_the_opening_links_to_the_notation_page(path):
 def test_seeded(path):
     source = "\n".join(c.source for c in code_cells(read(path)))
     assert "seed_everything(" in source
+
+
+def outside_solutions(source: str) -> str:
+    """A cell's source without its solution region, which the student writes."""
+    return re.sub(r"### BEGIN SOLUTION.*?### END SOLUTION", "", source, flags=re.DOTALL)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_every_seed_of_the_notebook_takes_the_offset(path):
+    """ATTNLAB_SEED_OFFSET reaches every seed: the library adds it to the seeds given to
+    it, and a generator the notebook seeds itself takes offset_seed(...). A worked example
+    whose caption describes its numbers may draw from a fixed generator, marked on its line
+    with the comment `# fixed draw`."""
+    for cell in code_cells(read(path)):
+        source = outside_solutions(cell.source)
+        source = "\n".join(line for line in source.splitlines() if "# fixed draw" not in line)
+        for match in re.finditer(r"(manual_seed|random\.Random)\(([^()]*(\([^()]*\))?[^()]*)\)", source):
+            assert "offset_seed(" in match.group(2), f"{path.name}: {match.group(0)} bypasses the seed offset"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_chapter_sets_its_own_thread_count(path):
+    imports = next(c.source for c in code_cells(read(path))[1:] if "import" in c.source)
+    assert "torch.set_num_threads(1)" in imports, f"{path.name}: its imports cell must set one thread"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_chapter_checks_no_timing(path):
+    """Timings depend on the machine and its load: a chapter shows them, never asserts them."""
+    for cell in code_cells(read(path)):
+        for line in cell.source.splitlines():
+            if re.match(r"\s*(assert|expect\()", line):
+                assert not re.search(r"second|timing|speed|fastest|ratio", line), f"{path.name}: {line.strip()}"

@@ -188,14 +188,35 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
     return found
 
 
+HIDDEN_PROLOGUE = """\
+# The checks are imported afresh from disk, and the library is verified before and
+# after: nothing a notebook rebinds or patches can stand in for them.
+import importlib as _importlib
+import sys as _sys
+
+_kept = {
+    n: _sys.modules.pop(n)
+    for n in list(_sys.modules)
+    if n.startswith("attnlab.exercises")
+}
+try:"""
+HIDDEN_EPILOGUE = """\
+finally:
+    _sys.modules.update(_kept)
+    if "attnlab.exercises" in _kept:
+        _sys.modules["attnlab"].exercises = _kept["attnlab.exercises"]"""
+
+
 def hidden_tests(check_source: str) -> str:
     """The hidden tests of a check cell: every ``check_*`` call again, with inputs
-    drawn afresh (``seed=None``).
+    drawn afresh (``seed=None``), through
+    :func:`attnlab.exercises._integrity.graded`.
 
-    The check is imported anew, so that a name redefined in the student's notebook
-    cannot stand in for it.
+    The checks are imported anew from disk and the library is verified, so that a
+    name rebound or a helper patched in the student's notebook cannot stand in for
+    them.
     """
-    lines = []
+    calls = []
     for node in ast.parse(check_source).body:
         call = node.value if isinstance(node, ast.Expr) else None
         if (
@@ -203,20 +224,25 @@ def hidden_tests(check_source: str) -> str:
             and isinstance(call.func, ast.Name)
             and call.func.id.startswith("check_")
         ):
-            name = call.func.id
             graded = ast.Call(
-                ast.Name(f"_graded_{name}"),
-                call.args,
+                ast.Attribute(
+                    ast.Call(
+                        ast.Name("_importlib.import_module"),
+                        [ast.Constant("attnlab.exercises._integrity")],
+                        [],
+                    ),
+                    "graded",
+                ),
+                [ast.Constant(call.func.id), *call.args],
                 [k for k in call.keywords if k.arg != "seed"]
                 + [ast.keyword("seed", ast.Constant(None))],
             )
-            lines += [
-                f"from attnlab.exercises import {name} as _graded_{name}",
-                ast.unparse(graded),
-            ]
-    if not lines:
+            calls.append("    " + ast.unparse(graded))
+    if not calls:
         raise ValueError(f"no check_* call in the check cell {check_source[:60]!r}")
-    return "\n".join([BEGIN_HIDDEN, *lines, END_HIDDEN])
+    return "\n".join(
+        [BEGIN_HIDDEN, HIDDEN_PROLOGUE, *calls, HIDDEN_EPILOGUE, END_HIDDEN]
+    )
 
 
 def _nbgrader(
@@ -271,7 +297,9 @@ def course_source(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 answer, exercise.label, grade=False, solution=True, locked=False
             )
             check = source.cells[exercise.check]
-            check.source = f"{check.source.rstrip()}\n{hidden_tests(check.source)}"
+            hidden_tests(check.source)  # validates: the cell calls a check
+            # the hidden tests are added at grading (attnlab.grading), so that the
+            # released cell is the source's, and nothing hidden is in a notebook
             check.metadata["nbgrader"] = _nbgrader(
                 check,
                 f"{exercise.label}-check",
@@ -338,8 +366,8 @@ def student_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def drop_result_asserts(
     nb: nbformat.NotebookNode, resources: dict
 ) -> tuple[nbformat.NotebookNode, dict]:
-    """An nbgrader preprocessor: remove the ``assert`` statements of the result cells
-    (tagged ``nbval-skip``).
+    """An nbgrader preprocessor: remove the ``assert`` statements and the
+    ``expect(...)`` checks of the result cells (tagged ``nbval-skip``).
 
     Grading runs a chapter in quick mode, where a few training steps cannot reach the
     chapter's results; their assertions would show up as errors in the student's
@@ -349,6 +377,16 @@ def drop_result_asserts(
     class DropAsserts(ast.NodeTransformer):
         def visit_Assert(self, node: ast.Assert) -> ast.AST:
             return ast.copy_location(ast.Pass(), node)
+
+        def visit_Expr(self, node: ast.Expr) -> ast.AST:
+            call = node.value
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id == "expect"
+            ):
+                return ast.copy_location(ast.Pass(), node)
+            return node
 
     for cell in nb.cells:
         if cell.cell_type == "code" and "nbval-skip" in _tags(cell):
@@ -365,6 +403,9 @@ Written by `python -m attnlab.homework course`.
 import os
 
 from nbgrader.converters import Autograde
+from nbgrader.preprocessors import Execute
+
+from attnlab.grading import CELL_SECONDS, TIMEOUT_MESSAGE
 
 c = get_config()  # noqa: F821 -- provided by nbgrader when it reads this file
 c.CourseDirectory.course_id = "{course_id}"
@@ -374,11 +415,25 @@ c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 # submission takes seconds, not the minutes of a full run. The assertions of the
 # chapter's results cannot hold then, and are left out.
 os.environ["ATTNLAB_QUICK"] = "1"
+# Before execution: the result assertions dropped, the hidden tests added to the
+# check cells. After it: the feedback made readable (time-outs, syntax errors, no
+# hidden tests, no tracebacks with the grading machine's paths).
+default = list(Autograde.autograde_preprocessors.default())
+after = default.index(Execute) + 1
 c.Autograde.autograde_preprocessors = [
     "attnlab.homework.drop_result_asserts",
-    *Autograde.autograde_preprocessors.default(),
+    "attnlab.grading.add_hidden_tests",
+    *default[:after],
+    "attnlab.grading.explain_errors",
+    *default[after:],
 ]
-c.Execute.timeout = 300
+# Seconds per cell: quick mode needs a few; a cell that takes longer is looping.
+c.Execute.timeout = CELL_SECONDS
+c.Execute.error_on_timeout = {{
+    "ename": "TimeoutError",
+    "evalue": TIMEOUT_MESSAGE,
+    "traceback": ["TimeoutError: " + TIMEOUT_MESSAGE],
+}}
 '''
 
 

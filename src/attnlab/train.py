@@ -16,11 +16,14 @@ import torch
 from torch import nn
 
 from attnlab.progress import progress
+from attnlab.runmode import offset_seed
 
 
 def seed_everything(seed: int) -> torch.Generator:
     """Seed Python, NumPy and torch; return a fresh ``torch.Generator`` seeded the
-    same, for data."""
+    same, for data. ``ATTNLAB_SEED_OFFSET`` is added to ``seed`` first
+    (:func:`attnlab.runmode.offset_seed`)."""
+    seed = offset_seed(seed)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

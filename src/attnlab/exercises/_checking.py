@@ -17,11 +17,13 @@ A check is a function decorated with :func:`exercise_check`. The decorator
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import numbers
 import secrets
 import sys
+import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -72,6 +74,7 @@ class CheckInfo:
 CHECKS: dict[str, CheckInfo] = {}
 _active: ContextVar[CheckInfo | None] = ContextVar("active_check", default=None)
 _drawn_seed: ContextVar[int | None] = ContextVar("drawn_seed", default=None)
+_warned: ContextVar[set[str] | None] = ContextVar("warned", default=None)
 
 
 def _code_objects(obj: object) -> list[CodeType]:
@@ -104,6 +107,7 @@ def exercise_check(*exercised: object) -> Callable[[F], F]:
             # IPython and pytest hide this frame from tracebacks.
             __tracebackhide__ = True  # noqa: F841
             active, drawn = _active.set(info), _drawn_seed.set(None)
+            warned = _warned.set(set())
             try:
                 return check(*args, **kwargs)
             except ExerciseError as exc:
@@ -120,6 +124,7 @@ def exercise_check(*exercised: object) -> Callable[[F], F]:
             finally:
                 _active.reset(active)
                 _drawn_seed.reset(drawn)
+                _warned.reset(warned)
 
         return run  # type: ignore[return-value]
 
@@ -206,14 +211,34 @@ def _delegation_profiler(
 def _invoke(
     fn: Callable, args: tuple, kwargs: dict, profiler: Callable | None
 ) -> Any:
-    if profiler is None:
-        return fn(*args, **kwargs)
+    """Call ``fn`` with its warnings caught and its standard error sent to standard
+    output: a graded cell that writes to stderr loses its points in nbgrader, and a
+    right answer that warns or prints must not. The warnings are shown afterwards as
+    a note."""
     previous = sys.getprofile()
-    sys.setprofile(profiler)
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        sys.setprofile(previous)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with contextlib.redirect_stderr(sys.stdout):
+            if profiler is not None:
+                sys.setprofile(profiler)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sys.setprofile(previous)
+                _show_warnings(caught)
+
+
+def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """Print each distinct warning of the student's code once per check, as a
+    note."""
+    seen = _warned.get()
+    if seen is None:
+        seen = set()
+    for warning in caught:
+        text = f"{warning.category.__name__}: {warning.message}"
+        if text not in seen:
+            seen.add(text)
+            print(f"Note (costs no points): your code warned: {text}")
 
 
 def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:

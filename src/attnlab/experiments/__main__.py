@@ -6,6 +6,7 @@ import pkgutil
 import sys
 
 import attnlab.experiments as package
+from attnlab.runmode import seed_offset
 
 
 def available() -> list[str]:
@@ -24,6 +25,11 @@ def main(argv: list[str]) -> None:
         )
         return
     name = argv[0]
+    if seed_offset() != 0:
+        sys.exit(
+            "ATTNLAB_SEED_OFFSET perturbs the chapters' runs; the experiments take"
+            " their seeds from their own options (--seeds, --seed): unset it"
+        )
     if name not in available():
         sys.exit(f"unknown experiment {name!r}; available: {', '.join(available())}")
     importlib.import_module(f"attnlab.experiments.{name.replace('-', '_')}").main(

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlab._validate import check_ndim, check_positive, check_shape
+from attnlab.runmode import offset_seed
 from attnlab.train import History, train
 
 BITS = 8
@@ -81,7 +82,9 @@ def copy_sampler(
         return min_length + grown
 
     def next_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
+        generator = torch.Generator().manual_seed(
+            offset_seed(seed) * 1_000_003 + step
+        )
         length = int(
             torch.randint(min_length, longest(step) + 1, (1,), generator=generator)
         )
@@ -168,7 +171,11 @@ def evaluate_copy(
     result: dict[str, dict[int, float]] = {"bits": {}, "cost": {}, "perfect": {}}
     for length in lengths:
         inputs, targets = copy_batch(
-            n, length, generator=torch.Generator().manual_seed(seed * 1000 + length)
+            n,
+            length,
+            generator=torch.Generator().manual_seed(
+                offset_seed(seed) * 1000 + length
+            ),
         )
         logits = copy_outputs(model(inputs), targets)
         bits = bits_per_sequence(logits, targets)
@@ -216,7 +223,7 @@ def train_copy(
     ``curriculum`` go to :func:`copy_sampler` (training batches only; validation
     keeps the task as it is).
     """
-    val_generator = torch.Generator().manual_seed(seed + 10_000)
+    val_generator = torch.Generator().manual_seed(offset_seed(seed) + 10_000)
     val_batches = [
         copy_batch(32, length, generator=val_generator) for length in VAL_LENGTHS
     ]

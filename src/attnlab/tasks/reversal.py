@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
+from attnlab.runmode import offset_seed
 from attnlab.tasks.translation import (
     DICTIONARY,
     LEXICON,
@@ -79,7 +80,7 @@ def sample_reversals(
 ) -> list[Example]:
     """``n`` reversal examples, source lengths uniform in ``min_len..max_len``."""
     _check(min_len, max_len, words)
-    rng = random.Random(seed)
+    rng = random.Random(offset_seed(seed))
     return [_random_example(rng, min_len, max_len, words) for _ in range(n)]
 
 
@@ -97,7 +98,7 @@ def reversal_batches(
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
 
     def next_batch(step: int) -> TranslationBatch:
-        rng = random.Random(f"reversal-{seed}-{step}")
+        rng = random.Random(f"reversal-{offset_seed(seed)}-{step}")
         return make_batch(
             [
                 _random_example(rng, min_len, max_len, words)

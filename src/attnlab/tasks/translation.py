@@ -44,6 +44,7 @@ from attnlab.metrics import (
     scores_by_bucket,
     token_accuracy,
 )
+from attnlab.runmode import offset_seed
 from attnlab.seq2seq import AttentionDecoder, Decoder, DecoderBase, Encoder, Seq2Seq
 from attnlab.train import History, seed_everything, train
 
@@ -295,7 +296,7 @@ def sample_examples(
     n: int, min_len: int = 5, max_len: int = 40, seed: int = 0
 ) -> list[Example]:
     """``n`` examples, source lengths drawn uniformly from ``min_len..max_len``."""
-    rng = random.Random(seed)
+    rng = random.Random(offset_seed(seed))
     return [
         make_example(random_sentence(rng.randint(min_len, max_len), rng))
         for _ in range(n)
@@ -307,7 +308,7 @@ def examples_per_length(
 ) -> list[Example]:
     """A test set with exactly ``per_length`` examples of every source length in
     ``min_len..max_len``."""
-    rng = random.Random(seed)
+    rng = random.Random(offset_seed(seed))
     return [
         make_example(random_sentence(length, rng))
         for length in range(min_len, max_len + 1)
@@ -397,7 +398,7 @@ def training_batches(
         index, within = divmod(step - 1, pool)
         if index not in cache:
             cache.clear()
-            rng = random.Random(f"{seed}-{index}")
+            rng = random.Random(f"{offset_seed(seed)}-{index}")
             examples = sorted(
                 (
                     make_example(random_sentence(rng.randint(min_len, max_len), rng))
@@ -583,7 +584,9 @@ def train_translation(
 
     Every ``eval_every`` steps the history records ``val_accuracy``, the
     teacher-forced word accuracy on 128 held-out sentences of length ``max_len - 9 ..
-    max_len`` (the hardest training lengths). ``loss_fn(model, batch)`` replaces the
+    max_len`` (the hardest training lengths), and at the end the weights with the
+    best ``val_accuracy`` are restored, so that a late spike cannot decide what the
+    model is reported to do. ``loss_fn(model, batch)`` replaces the
     cross-entropy (e.g. a model with hard attention needs its own loss).
     ``lr_factor`` schedules the learning rate (e.g. :func:`decay_in_second_half`); by
     default it stays at ``lr``. ``clip`` is the gradient-norm clip (``None``: none).
@@ -603,6 +606,7 @@ def train_translation(
         eval_every=eval_every,
         desc=desc,
         evaluate=lambda m: {"val_accuracy": teacher_forced_accuracy(m, held_out)},
+        best=("val_accuracy", "max"),
     )
 
 

@@ -1,0 +1,418 @@
+"""Grading a class with nbgrader, every submission accounted for.
+
+    python -m attnlab.grading COURSE ASSIGNMENT [ASSIGNMENT ...] [--csv FILE]
+
+For every student and assignment of the nbgrader course folder ``COURSE`` (written
+by ``python -m attnlab.homework course``, released with ``nbgrader
+generate_assignment``), the submission is first taken in: a missing notebook is *not
+submitted*; an empty file or one that is not a notebook *could not be graded*, with
+the reason; a check cell that was deleted or moved is put back where the release has
+it, and graded cells' nbgrader metadata are restored from the release (both noted).
+Then ``nbgrader autograde`` and ``nbgrader generate_feedback`` run for that one
+submission, so that one that crashes or never finishes cannot stop the others. The
+CSV has one row per student and assignment: the status, the reason or notes, the
+points of every exercise and the total.
+
+The nbgrader preprocessors of this module are named in the course's
+``nbgrader_config.py``: :func:`add_hidden_tests` before execution (the hidden tests
+live only here, never in a notebook that students or their feedback see) and
+:func:`explain_errors` after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import json
+import re
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from attnlab.exercises._integrity import TAMPERED
+from attnlab.homework import BEGIN_HIDDEN, END_HIDDEN, hidden_tests
+
+GRADED, NOT_SUBMITTED, UNGRADABLE = "graded", "not submitted", "could not be graded"
+CELL_SECONDS = 30  # per cell, in quick mode: a cell that takes longer is looping
+CHECK_SUFFIX = "-check"
+TIMEOUT_MESSAGE = (
+    f"this cell ran for more than {CELL_SECONDS} s and was stopped: your code"
+    " probably loops forever (look for a loop whose condition never becomes false)"
+)
+SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+
+
+def _grade_id(cell: nbformat.NotebookNode) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def _is_check(cell: nbformat.NotebookNode) -> bool:
+    grade_id = _grade_id(cell) or ""
+    return grade_id.endswith(CHECK_SUFFIX) and cell.cell_type == "code"
+
+
+# --- nbgrader preprocessors ---
+
+
+def add_hidden_tests(
+    nb: nbformat.NotebookNode, resources: dict
+) -> tuple[nbformat.NotebookNode, dict]:
+    """An nbgrader preprocessor, run before execution: append to every check cell its
+    hidden tests (:func:`attnlab.homework.hidden_tests`)."""
+    for cell in nb.cells:
+        if _is_check(cell) and BEGIN_HIDDEN not in cell.source:
+            cell.source = f"{cell.source.rstrip()}\n{hidden_tests(cell.source)}"
+    return nb, resources
+
+
+def _strip_hidden(source: str) -> str:
+    pattern = rf"\n?{re.escape(BEGIN_HIDDEN)}.*?{re.escape(END_HIDDEN)}"
+    return re.sub(pattern, "", source, flags=re.DOTALL)
+
+
+def _errors(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def explain_errors(
+    nb: nbformat.NotebookNode, resources: dict
+) -> tuple[nbformat.NotebookNode, dict]:
+    """An nbgrader preprocessor, run after execution: make what the student's
+    feedback shows useful and free of the grader's internals.
+
+    The hidden tests are removed from the check cells' source; an interrupted cell
+    says that it ran out of time; a check that failed because its exercise's cell
+    has a syntax error says so; every traceback is cut to its last line, so that no
+    path of the grading machine shows.
+    """
+    syntax_errors: dict[str, str] = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if _is_check(cell):
+            cell.source = _strip_hidden(cell.source)
+        for output in _errors(cell):
+            if output.get("ename") in SYNTAX_ERRORS:
+                grade_id = _grade_id(cell)
+                if grade_id:
+                    syntax_errors[grade_id] = (
+                        f"{output['ename']}: {_first_line(output.get('evalue', ''))}"
+                    )
+            if output.get("ename") in ("KeyboardInterrupt", "CellTimeoutError"):
+                output["ename"], output["evalue"] = "TimeoutError", TIMEOUT_MESSAGE
+            if _is_check(cell) and output.get("ename") == "NameError":
+                exercise = _grade_id(cell)[: -len(CHECK_SUFFIX)]
+                if exercise in syntax_errors:
+                    output["ename"] = "SyntaxError"
+                    output["evalue"] = (
+                        "the cell of your answer has a syntax error, so your"
+                        f" function was never defined: {syntax_errors[exercise]}"
+                    )
+            output["traceback"] = [f"{output.get('ename')}: {output.get('evalue')}"]
+        shown: set[str] = set()  # an interrupted cell reports its time-out twice
+        kept = []
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                if output["traceback"][0] in shown:
+                    continue
+                shown.add(output["traceback"][0])
+            kept.append(output)
+        cell["outputs"] = kept
+    return nb, resources
+
+
+# --- taking submissions in ---
+
+
+@dataclass
+class Intake:
+    """What taking one submission in found."""
+
+    status: str
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _without_checksum(cell: nbformat.NotebookNode) -> dict:
+    """A cell's nbgrader metadata less the checksum, which a notebook from
+    ``make student`` does not carry."""
+    return {k: v for k, v in cell.metadata["nbgrader"].items() if k != "checksum"}
+
+
+def _restore_graded_cells(
+    submitted: nbformat.NotebookNode, release: nbformat.NotebookNode
+) -> list[str]:
+    """Put back, in place, the release's graded and locked cells that the submission
+    lacks or moved, and the release's nbgrader metadata of every graded cell; returns
+    notes saying what was restored."""
+    notes = []
+    released = {_grade_id(c): c for c in release.cells if _grade_id(c)}
+    by_id = {_grade_id(c): c for c in submitted.cells if _grade_id(c) in released}
+    edited = [
+        grade_id
+        for grade_id, cell in by_id.items()
+        if _without_checksum(cell) != _without_checksum(released[grade_id])
+        or cell.cell_type != released[grade_id].cell_type
+    ]
+    for grade_id in edited:
+        by_id[grade_id].metadata["nbgrader"] = copy.deepcopy(
+            released[grade_id].metadata["nbgrader"]
+        )
+    if edited:
+        notes.append(f"nbgrader metadata restored in {', '.join(sorted(edited))}")
+    missing = [g for g in released if g not in by_id]
+    moved = []
+    for cell in submitted.cells:  # a check cell must follow its answer, as released
+        if _is_check(cell):
+            answer = _grade_id(cell)[: -len(CHECK_SUFFIX)]
+            order = [_grade_id(c) for c in submitted.cells]
+            if answer in order and order.index(_grade_id(cell)) < order.index(
+                answer
+            ):
+                moved.append(_grade_id(cell))
+    if moved:
+        submitted.cells = [c for c in submitted.cells if _grade_id(c) not in moved]
+    for grade_id in [*missing, *moved]:
+        cell = by_id.get(grade_id) or copy.deepcopy(released[grade_id])
+        previous = [_grade_id(c) for c in release.cells]
+        index = previous.index(grade_id)
+        anchors = [g for g in previous[:index] if g]
+        position = 0
+        ids = [_grade_id(c) for c in submitted.cells]
+        for anchor in reversed(anchors):
+            if anchor in ids:
+                position = ids.index(anchor) + 1
+                break
+        submitted.cells.insert(position, cell)
+    if missing:
+        notes.append(f"deleted cells restored: {', '.join(missing)}")
+    if moved:
+        notes.append(f"moved check cells put back: {', '.join(moved)}")
+    return notes
+
+
+def take_in(path: Path, release: nbformat.NotebookNode) -> Intake:
+    """Read one submission, repair what can be repaired in place, and say whether it
+    can be graded."""
+    if not path.exists():
+        return Intake(NOT_SUBMITTED)
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    if not text.strip():
+        return Intake(UNGRADABLE, "empty file")
+    try:
+        submitted = nbformat.reads(text, as_version=4)
+    except (json.JSONDecodeError, nbformat.reader.NotJSONError) as error:
+        return Intake(UNGRADABLE, f"not a notebook ({type(error).__name__})")
+    except (nbformat.ValidationError, KeyError, TypeError, AttributeError) as error:
+        return Intake(UNGRADABLE, f"not a valid notebook ({type(error).__name__})")
+    if not isinstance(submitted.get("cells"), list):
+        return Intake(UNGRADABLE, "not a notebook (no cells)")
+    if not any(_grade_id(c) for c in submitted.cells):
+        return Intake(
+            UNGRADABLE,
+            "none of the course's graded cells: a new notebook, not the released"
+            " one",
+        )
+    notes = _restore_graded_cells(submitted, release)
+    if notes:
+        nbformat.write(submitted, path)
+    return Intake(GRADED, notes=notes)
+
+
+# --- grading ---
+
+
+def nbgrader_api(course: Path):  # -> nbgrader.apps.NbGraderAPI
+    """nbgrader's Python API for the course folder, configured by its
+    ``nbgrader_config.py``: one process grades every submission, without starting
+    nbgrader anew for each."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+def _failure(result: dict) -> str | None:
+    """The last line of an nbgrader API call's error, or None if it succeeded."""
+    if result.get("success"):
+        return None
+    lines = [
+        line for line in str(result.get("error", "")).splitlines() if line.strip()
+    ]
+    return (lines or ["nbgrader failed"])[-1][:300]
+
+
+def _students(course: Path) -> list[str]:
+    folder = course / "submitted"
+    known = (
+        {p.name for p in folder.iterdir() if p.is_dir()}
+        if folder.exists()
+        else set()
+    )
+    database = course / "gradebook.db"
+    if database.exists():
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{database}") as gradebook:
+            known |= {s.id for s in gradebook.students}
+    return sorted(known)
+
+
+def _scores(course: Path, assignment: str, student: str) -> dict[str, float | None]:
+    """Points per graded cell of one autograded submission (None: needs a manual
+    grade)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        notebook = gradebook.find_submission_notebook(
+            assignment, assignment, student
+        )
+        return {
+            grade.name: (None if grade.needs_manual_grade else float(grade.score))
+            for grade in notebook.grades
+        }
+
+
+def _flags(course: Path, assignment: str, student: str) -> list[str]:
+    """Notes read from the autograded notebook: time-outs and tampering."""
+    path = course / "autograded" / student / assignment / f"{assignment}.ipynb"
+    if not path.exists():
+        return []
+    notes = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        for output in _errors(cell):
+            where = _grade_id(cell) or "a cell without points"
+            if output.get("ename") == "TimeoutError":
+                notes.append(f"time-out in {where}")
+            elif TAMPERED in str(output.get("evalue", "")):
+                notes.append(f"tampering detected in {where}")
+    return notes
+
+
+@dataclass
+class Result:
+    """One row of the CSV."""
+
+    student: str
+    assignment: str
+    status: str
+    reason: str
+    points: dict[str, float | None]
+    seconds: float
+
+    @property
+    def total(self) -> float:
+        return sum(p for p in self.points.values() if p is not None)
+
+
+def grade_submission(api, course: Path, assignment: str, student: str) -> Result:
+    """Take in, autograde and give feedback to one student's submission."""
+    start = time.perf_counter()
+    release = nbformat.read(
+        course / "release" / assignment / f"{assignment}.ipynb", as_version=4
+    )
+    path = course / "submitted" / student / assignment / f"{assignment}.ipynb"
+    intake = take_in(path, release)
+    if intake.status != GRADED:
+        return Result(student, assignment, intake.status, intake.reason, {}, 0.0)
+    error = _failure(api.autograde(assignment, student, force=True, create=True))
+    if error is not None:
+        seconds = time.perf_counter() - start
+        return Result(student, assignment, UNGRADABLE, error, {}, seconds)
+    notes = intake.notes + list(dict.fromkeys(_flags(course, assignment, student)))
+    feedback = _failure(api.generate_feedback(assignment, student, force=True))
+    if feedback is not None:
+        notes.append(f"no feedback page: {feedback}")
+    return Result(
+        student,
+        assignment,
+        GRADED,
+        "; ".join(notes),
+        _scores(course, assignment, student),
+        time.perf_counter() - start,
+    )
+
+
+def write_csv(results: list[Result], path: Path) -> None:
+    """One row per student and assignment: status, reason or notes, the points of
+    each graded cell, and the total."""
+    cells = sorted({name for r in results for name in r.points})
+    with open(path, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(
+            ["student", "assignment", "status", "reason", *cells, "total"]
+        )
+        for r in results:
+            points = [
+                "" if r.points.get(c) is None else f"{r.points[c]:g}" for c in cells
+            ]
+            total = f"{r.total:g}" if r.status == GRADED else "0"
+            writer.writerow(
+                [r.student, r.assignment, r.status, r.reason, *points, total]
+            )
+
+
+def grade(
+    course: Path, assignments: list[str], csv_path: Path, quiet: bool = False
+) -> list[Result]:
+    """Grade every student's submission of each assignment; write the CSV and,
+    unless ``quiet``, print a table."""
+    api = nbgrader_api(course)
+    # nbgrader's database layer warns about its own sessions on every submission
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    results = [
+        grade_submission(api, course, assignment, student)
+        for assignment in assignments
+        for student in _students(course)
+    ]
+    write_csv(results, csv_path)
+    if quiet:
+        return results
+    print(
+        f"{'student':20} {'assignment':30} {'status':20} {'points':>6}"
+        f" {'s':>5}  notes"
+    )
+    for r in results:
+        points = f"{r.total:g}" if r.status == GRADED else "-"
+        print(
+            f"{r.student:20} {r.assignment:30} {r.status:20} {points:>6}"
+            f" {r.seconds:5.0f}  {r.reason}"
+        )
+    print(f"written to {csv_path}")
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlab.grading", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("course", type=Path, help="the nbgrader course folder")
+    parser.add_argument("assignments", nargs="+", help="assignments (chapters)")
+    parser.add_argument(
+        "--csv", type=Path, default=None, help="default: COURSE/grades.csv"
+    )
+    args = parser.parse_args(argv)
+    course = args.course.resolve()
+    for assignment in args.assignments:
+        if not (course / "release" / assignment).exists():
+            parser.error(
+                f"{assignment} is not released in {course}: run nbgrader"
+                f" generate_assignment {assignment} there first"
+            )
+    grade(course, args.assignments, args.csv or course / "grades.csv")
+
+
+if __name__ == "__main__":
+    main()

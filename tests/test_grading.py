@@ -1,0 +1,174 @@
+"""Grading a class (attnlab.grading): taking submissions in, the hidden tests added at
+grading, feedback without internals, and the CSV. The end-to-end run with the real
+nbgrader is `make grade` (.ci/grade_homework.py)."""
+
+import copy
+import csv
+
+import nbformat
+import pytest
+
+from attnlab.grading import (
+    GRADED,
+    NOT_SUBMITTED,
+    TIMEOUT_MESSAGE,
+    UNGRADABLE,
+    Result,
+    add_hidden_tests,
+    explain_errors,
+    take_in,
+    write_csv,
+)
+from attnlab.homework import BEGIN_HIDDEN, release
+
+v4 = nbformat.v4
+
+
+def graded(cell, grade_id: str, *, grade: bool, solution: bool, locked: bool, points=None):
+    cell.metadata["nbgrader"] = {"grade": grade, "grade_id": grade_id, "locked": locked, "solution": solution,
+                                 "schema_version": 3, "task": False, "cell_type": cell.cell_type,
+                                 "checksum": "abc"}
+    if points is not None:
+        cell.metadata["nbgrader"]["points"] = points
+    return cell
+
+
+def released() -> nbformat.NotebookNode:
+    nb = v4.new_notebook()
+    nb.nbformat_minor = 4
+    nb.cells = [
+        graded(v4.new_code_cell("from attnlab.exercises import check_sharpen"), "imports",
+               grade=False, solution=False, locked=True),
+        graded(v4.new_markdown_cell("Write f."), "ex-a-question", grade=False, solution=False, locked=True),
+        graded(v4.new_code_cell("def f(x):\n    raise NotImplementedError()"), "ex-a",
+               grade=False, solution=True, locked=False),
+        graded(v4.new_code_cell("check_sharpen(f)"), "ex-a-check", grade=True, solution=False, locked=True,
+               points=2.0),
+        v4.new_markdown_cell("The end."),
+    ]
+    for cell in nb.cells:
+        cell.pop("id", None)
+    return nb
+
+
+def write(path, nb) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def test_a_missing_notebook_is_not_submitted(tmp_path):
+    assert take_in(tmp_path / "nothing.ipynb", released()).status == NOT_SUBMITTED
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [("", "empty file"), ("   \n", "empty file"), ("These are my answers: 42.", "not a notebook"),
+     ('{"a": 1}', "not a"), ('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}', "none of the")],
+)
+def test_what_is_not_a_submitted_notebook_could_not_be_graded(tmp_path, content, reason):
+    path = tmp_path / "a.ipynb"
+    path.write_text(content)
+    intake = take_in(path, released())
+    assert intake.status == UNGRADABLE and intake.reason.startswith(reason), intake
+
+
+def test_an_intact_submission_is_taken_in_as_it_is(tmp_path):
+    path = tmp_path / "a.ipynb"
+    submitted = released()
+    submitted.cells[2].source = "def f(x):\n    return x"
+    write(path, submitted)
+    before = path.read_text()
+    intake = take_in(path, released())
+    assert intake.status == GRADED and intake.notes == [] and path.read_text() == before
+
+
+def test_a_deleted_check_cell_is_restored_after_its_answer(tmp_path):
+    path = tmp_path / "a.ipynb"
+    submitted = released()
+    del submitted.cells[3]
+    submitted.cells.insert(1, v4.new_code_cell("print('my own cell')"))
+    submitted.cells[-1].pop("id", None)
+    submitted.cells[1].pop("id", None)
+    write(path, submitted)
+    intake = take_in(path, released())
+    assert intake.notes == ["deleted cells restored: ex-a-check"]
+    cells = nbformat.read(path, as_version=4).cells
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in cells]
+    assert ids == ["imports", None, "ex-a-question", "ex-a", "ex-a-check", None]
+
+
+def test_a_check_cell_moved_above_its_answer_is_put_back(tmp_path):
+    path = tmp_path / "a.ipynb"
+    submitted = released()
+    submitted.cells.insert(1, submitted.cells.pop(3))
+    write(path, submitted)
+    intake = take_in(path, released())
+    assert intake.notes == ["moved check cells put back: ex-a-check"]
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nbformat.read(path, as_version=4).cells]
+    assert ids == ["imports", "ex-a-question", "ex-a", "ex-a-check", None]
+
+
+def test_edited_grading_metadata_is_restored(tmp_path):
+    path = tmp_path / "a.ipynb"
+    submitted = released()
+    submitted.cells[3].metadata["nbgrader"]["points"] = 100.0
+    submitted.cells[3].metadata["nbgrader"]["solution"] = True
+    for cell in submitted.cells:
+        cell.metadata.get("nbgrader", {}).pop("checksum", None)  # as `make student` writes it
+    write(path, submitted)
+    intake = take_in(path, released())
+    assert intake.notes == ["nbgrader metadata restored in ex-a-check"]
+    assert nbformat.read(path, as_version=4).cells[3].metadata["nbgrader"] == released().cells[3].metadata["nbgrader"]
+
+
+def test_the_hidden_tests_are_added_at_grading_to_check_cells_only():
+    nb = released()
+    nb, _ = add_hidden_tests(nb, {})
+    assert BEGIN_HIDDEN in nb.cells[3].source and "graded('check_sharpen', f, seed=None)" in nb.cells[3].source
+    assert all(BEGIN_HIDDEN not in c.source for i, c in enumerate(nb.cells) if i != 3)
+    again, _ = add_hidden_tests(copy.deepcopy(nb), {})
+    assert again.cells[3].source == nb.cells[3].source  # added once
+
+
+def test_the_release_has_no_hidden_tests_so_honest_submissions_match_it():
+    nb = released()
+    assert release(nb).cells[3].source == "check_sharpen(f)"
+
+
+def error(ename: str, evalue: str) -> nbformat.NotebookNode:
+    return v4.new_output("error", ename=ename, evalue=evalue,
+                         traceback=["\x1b[31mTraceback\x1b[0m", 'File "/work/main/src/attnlab/x.py", line 3', evalue])
+
+
+def test_feedback_explains_time_outs_and_syntax_errors_and_shows_no_internals():
+    nb = released()
+    nb, _ = add_hidden_tests(nb, {})
+    nb.cells[2].outputs = [error("SyntaxError", "invalid syntax (3581.py, line 2)")]
+    nb.cells[3].outputs = [error("NameError", "name 'f' is not defined")]
+    loop = v4.new_code_cell("while True: pass", outputs=[error("KeyboardInterrupt", ""), error("KeyboardInterrupt", "")])
+    nb.cells.append(loop)
+    nb, _ = explain_errors(nb, {})
+    assert nb.cells[3].source == "check_sharpen(f)"
+    check = nb.cells[3].outputs[0]
+    assert check.ename == "SyntaxError" and "syntax error" in check.evalue and "invalid syntax" in check.evalue
+    assert [o.ename for o in loop.outputs] == ["TimeoutError"] and loop.outputs[0].evalue == TIMEOUT_MESSAGE
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            assert output.traceback == [f"{output.ename}: {output.evalue}"]
+            assert "/work" not in str(output)
+
+
+def test_the_csv_has_a_row_per_submission_with_its_status(tmp_path):
+    results = [
+        Result("ana", "01", GRADED, "deleted cells restored: ex-a-check", {"ex-a-check": 2.0, "ex-b": None}, 3.0),
+        Result("bo", "01", UNGRADABLE, "empty file", {}, 0.0),
+        Result("cy", "01", NOT_SUBMITTED, "", {}, 0.0),
+    ]
+    write_csv(results, tmp_path / "grades.csv")
+    rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
+    assert [(r["student"], r["status"], r["reason"], r["total"]) for r in rows] == [
+        ("ana", GRADED, "deleted cells restored: ex-a-check", "2"),
+        ("bo", UNGRADABLE, "empty file", "0"),
+        ("cy", NOT_SUBMITTED, "", "0"),
+    ]
+    assert rows[0]["ex-a-check"] == "2" and rows[0]["ex-b"] == ""
