@@ -23,9 +23,9 @@ book: $(STAMP)
 	ATTNLAB_PROGRESS=lines $(BIN)/jupyter-book build . --all -W --keep-going
 
 # Every chapter in full under the robustness conditions (other seed offsets, torch's non-vectorised kernels, no
-# thread setting), two at a time: the table goes to _build/robust/ and, once every chapter has run under every
-# condition, to the reproducing page. `make robust CHAPTERS="09 10"` runs a subset, `CONDITION="no thread
-# setting"` one condition; both add to the runs recorded in _build/robust/ (a plain `make robust` starts afresh).
+# thread setting), two at a time: the table of every recorded run goes to _build/robust/ and to the reproducing
+# page. `make robust CHAPTERS="09 10"` runs a subset, `CONDITION="no thread setting"` one condition; both add to the
+# runs recorded in _build/robust/ (a plain `make robust` starts afresh).
 robust: $(STAMP)
 	$(BIN)/python scripts/robust.py --out _build/robust --workers 2 --table book/robustness_table.md \
 		$(if $(CONDITION),--condition "$(CONDITION)") $(if $(CHAPTERS)$(CONDITION),,--fresh) \

@@ -121,23 +121,26 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str]) -> tuple[dict,
             mistaken.cells[exercise.answer].source = wrong[exercise.label]
             lost += exercise.points
     tampered = copy.deepcopy(mistaken)
-    # the answer that loops forever: one whose function only its own check calls, so that one cell times out
-    def used_later(exercise) -> bool:
+    def used_later(exercise, checks_only: bool = False) -> bool:
+        """Whether a later cell (a later check cell) calls a function this exercise's answer defines."""
         names = re.findall(r"^def (\w+)", nb.cells[exercise.answer].source, flags=re.MULTILINE)
-        later = "\n".join(c.source for c in nb.cells[exercise.check + 1:] if c.cell_type == "code")
-        return any(re.search(rf"\b{name}\b", later) for name in names)
+        later = [c.source for c in nb.cells[exercise.check + 1:] if c.cell_type == "code"]
+        later = [source for source in later if "check_" in source or not checks_only]
+        return any(re.search(rf"\b{name}\b", source) for name in names for source in later)
 
-    candidates = [e for e in code if e.label not in wrong]
-    looping = next((e for e in candidates if not used_later(e)), candidates[0])
+    deleted = next(e for e in code if e.label in wrong)
+    right = [e for e in code if e.label not in wrong]
+    # an answer that loops forever: a right one that only its own check calls (one time-out) where there is one
+    looping = next((e for e in right if not used_later(e)), (right or [e for e in code if e is not deleted])[0])
     tampered.cells[looping.answer].source = with_region(nb.cells[looping.answer].source, ["while True:", "    pass"],
                                                         replace=True)
-    deleted = next(e for e in code if e.label in wrong)
-    edited = next((e for e in code if e is not looping and e is not deleted), deleted)
-    tampered.cells[edited.check].metadata["nbgrader"]["points"] = 100.0
-    # a right answer with a syntax error, where one is left: its feedback must say so
-    broken = next((e for e in candidates if e not in (looping, edited) and not used_later(e)), None)
+    # a right answer with a syntax error, where one is left that no later check needs: its feedback must say so
+    broken = next((e for e in right if e is not looping and not used_later(e, checks_only=True)), None)
     if broken is not None:
         tampered.cells[broken.answer].source = solution_code(nb.cells[broken.answer].source) + "\n    return ("
+    edited = next((e for e in code if e not in (looping, deleted, broken)), deleted)
+    tampered.cells[edited.check].metadata["nbgrader"]["points"] = 100.0
+    spoiled = sum(e.points for e in (looping, broken) if e is not None and e.label not in wrong)
     imports = next(i for i, c in enumerate(tampered.cells) if "from attnlab.exercises import" in c.source)
     del tampered.cells[deleted.check]
     cell = nbformat.v4.new_code_cell(TAMPERING)
@@ -150,7 +153,7 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str]) -> tuple[dict,
         "solution": (GRADED, auto, ""),
         "untouched": (GRADED, 0.0, ""),
         "wrong": (GRADED, auto - lost, ""),
-        "tampered": (GRADED, auto - lost - looping.points - (broken.points if broken else 0),
+        "tampered": (GRADED, auto - lost - spoiled,
                      f"deleted cells restored: {deleted.label}-check; time-out in {looping.label}"),
         "not-a-notebook": (UNGRADABLE, 0.0, "not a notebook"),
         "empty": (UNGRADABLE, 0.0, "empty file"),
