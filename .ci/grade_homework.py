@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import html
 import importlib
 import os
 import pkgutil
@@ -187,8 +188,23 @@ def nbgrader(*args: str, course: Path) -> None:
         raise SystemExit(f"nbgrader {' '.join(args)} failed with exit code {result.returncode}")
 
 
-LEAKS = ("BEGIN HIDDEN", "_integrity", "_graded", "_kept", BEGIN, "Rubric", "rubric", "site-packages",
+LEAKS = ("BEGIN HIDDEN", "_integrity", "_graded", "_kept", "Rubric", "rubric", "site-packages",
          "Traceback (most recent call last)", str(ROOT))
+
+
+def solution_lines(nb: nbformat.NotebookNode) -> set[str]:
+    """The substantial lines of every worked solution (code between the markers, and written answers), less those
+    that the library's own code holds too (a chapter shows it after the exercise)."""
+    library = "\n".join(path.read_text() for path in (ROOT / "src" / "attnlab").rglob("*.py"))
+    lines = set()
+    for exercise in exercises(nb):
+        source = nb.cells[exercise.answer].source
+        if exercise.kind == "code":
+            source = "\n".join(set(solution_code(source).splitlines())
+                                - set(with_region(source, [], replace=True).splitlines()))
+        lines |= {line.strip() for line in source.splitlines() if len(line.strip()) >= 30
+                  and not line.strip().startswith(("#", "```", ":")) and line.strip() not in library}
+    return lines
 
 
 def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[list[str], list[str]]:
@@ -234,6 +250,10 @@ def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[list
         text = page.read_text()
         failures += [f"{stem}: {page.relative_to(course)} shows {leak!r}" for leak in LEAKS if leak in text]
         student = page.relative_to(course / "feedback").parts[0]
+        if student == "untouched":  # nothing of a worked solution reaches a student who wrote nothing
+            plain = html.unescape(re.sub(r"<[^>]+>", "", text))  # code is highlighted token by token
+            shown = [line for line in solution_lines(nb) if line in plain]
+            failures += [f"{stem}: untouched's feedback shows the worked solution: {line!r}" for line in shown]
         failures += [f"{stem}: {student}'s feedback does not say {words!r}" for words in says.get(student, [])
                      if words not in text]
     return rows, failures
