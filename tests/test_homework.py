@@ -170,6 +170,14 @@ def test_hidden_tests_grade_with_fresh_inputs(capsys):
         run_hidden(uniform_lookup)
 
 
+def test_library_modules_that_imported_from_the_checks_are_no_tampering(capsys):
+    import attnlab.grading  # noqa: F401 -- it imports from attnlab.exercises, which the hidden tests re-import
+
+    run_hidden(right_lookup)
+    run_hidden(right_lookup)
+    assert capsys.readouterr().out.count("passed") == 2
+
+
 def test_rebinding_a_check_or_patching_its_helpers_gains_nothing(monkeypatch):
     import attnlab.exercises as public
     import attnlab.exercises._checking as helpers

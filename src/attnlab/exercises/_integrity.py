@@ -40,6 +40,26 @@ def _function_code(obj: object) -> CodeType | None:
     return getattr(obj, "__code__", None)
 
 
+def _verified(source: str, importer: str) -> bool:
+    """Whether the names that module ``importer`` imports from module ``source`` are
+    verified: those from the library's modules, and those from ``attnlab.exercises``
+    only within it (the hidden tests import it afresh, so a library module that
+    imported from it before holds the earlier copies)."""
+    library = source == "attnlab" or source.startswith("attnlab.")
+    exercises = source.startswith("attnlab.exercises")
+    return library and (not exercises or importer.startswith("attnlab.exercises"))
+
+
+def _same(bound: object, original: object) -> bool:
+    """A function or class must be the very object; a constant only equal."""
+    if callable(original) or bound is original:
+        return bound is original
+    try:
+        return bool(bound == original)
+    except (TypeError, ValueError, RuntimeError):  # an array compares element-wise
+        return False
+
+
 def _problems(module: ModuleType) -> list[str]:
     """What differs between ``module`` and its file on disk."""
     path = getattr(module, "__file__", None)
@@ -67,16 +87,14 @@ def _problems(module: ModuleType) -> list[str]:
                     live = _function_code(vars(cls).get(item.name))
                     if live != methods.get(item.name):
                         problems.append(f"{name}.{node.name}.{item.name}")
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-            "attnlab"
-        ):
+        elif isinstance(node, ast.ImportFrom) and _verified(node.module or "", name):
             source_module = sys.modules.get(node.module)
             for alias in node.names:
                 if source_module is None or not hasattr(source_module, alias.name):
                     continue
                 bound = alias.asname or alias.name
-                if getattr(module, bound, None) is not getattr(
-                    source_module, alias.name
+                if not _same(
+                    getattr(module, bound, None), getattr(source_module, alias.name)
                 ):
                     problems.append(f"{name}.{bound}")
     return problems
