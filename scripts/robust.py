@@ -182,7 +182,7 @@ def table(outcomes: list[Outcome], conditions: list[str], header: dict) -> str:
             elif outcome.passed:
                 cells.append(f"passed, {outcome.seconds:.0f} s")
             else:
-                failure = outcome.failure.replace("|", "/")
+                failure = " ".join(outcome.failure.split())[:200].replace("|", "/")
                 cells.append(f"**failed**, {outcome.seconds:.0f} s: `{failure}`")
         lines.append(f"| {Path(notebook).stem} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
