@@ -196,6 +196,8 @@ def solution_lines(nb: nbformat.NotebookNode) -> set[str]:
     """The substantial lines of every worked solution (code between the markers, and written answers), less those
     that the library's own code holds too (a chapter shows it after the exercise)."""
     library = "\n".join(path.read_text() for path in (ROOT / "src" / "attnlab").rglob("*.py"))
+    # and those the released notebook shows itself (a debug exercise's buggy code shares lines with its fix)
+    library += "\n".join(cell.source for cell in student_version(nb).cells)
     lines = set()
     for exercise in exercises(nb):
         source = nb.cells[exercise.answer].source

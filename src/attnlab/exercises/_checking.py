@@ -109,7 +109,14 @@ def exercise_check(*exercised: object) -> Callable[[F], F]:
             active, drawn = _active.set(info), _drawn_seed.set(None)
             warned = _warned.set(set())
             try:
-                return check(*args, **kwargs)
+                # the student's code may run outside `call` too (a model's forward)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    with contextlib.redirect_stderr(sys.stdout):
+                        try:
+                            return check(*args, **kwargs)
+                        finally:
+                            _show_warnings(caught)
             except ExerciseError as exc:
                 raise ExerciseError(_with_seed(str(exc))) from None
             # a failure inside the check is reported as a problem with the answer
