@@ -74,7 +74,6 @@ class CheckInfo:
 CHECKS: dict[str, CheckInfo] = {}
 _active: ContextVar[CheckInfo | None] = ContextVar("active_check", default=None)
 _drawn_seed: ContextVar[int | None] = ContextVar("drawn_seed", default=None)
-_warned: ContextVar[set[str] | None] = ContextVar("warned", default=None)
 
 
 def _code_objects(obj: object) -> list[CodeType]:
@@ -107,9 +106,10 @@ def exercise_check(*exercised: object) -> Callable[[F], F]:
             # IPython and pytest hide this frame from tracebacks.
             __tracebackhide__ = True  # noqa: F841
             active, drawn = _active.set(info), _drawn_seed.set(None)
-            warned = _warned.set(set())
             try:
-                # the student's code may run outside `call` too (a model's forward)
+                # the student's warnings caught and stderr sent to stdout for the
+                # whole check (its code may run outside `call`, e.g. a forward):
+                # nbgrader gives 0 to a graded cell that writes to stderr
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     with contextlib.redirect_stderr(sys.stdout):
@@ -131,7 +131,6 @@ def exercise_check(*exercised: object) -> Callable[[F], F]:
             finally:
                 _active.reset(active)
                 _drawn_seed.reset(drawn)
-                _warned.reset(warned)
 
         return run  # type: ignore[return-value]
 
@@ -218,34 +217,22 @@ def _delegation_profiler(
 def _invoke(
     fn: Callable, args: tuple, kwargs: dict, profiler: Callable | None
 ) -> Any:
-    """Call ``fn`` with its warnings caught and its standard error sent to standard
-    output: a graded cell that writes to stderr loses its points in nbgrader, and a
-    right answer that warns or prints must not. The warnings are shown afterwards as
-    a note."""
+    if profiler is None:
+        return fn(*args, **kwargs)
     previous = sys.getprofile()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with contextlib.redirect_stderr(sys.stdout):
-            if profiler is not None:
-                sys.setprofile(profiler)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                sys.setprofile(previous)
-                _show_warnings(caught)
+    sys.setprofile(profiler)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        sys.setprofile(previous)
 
 
 def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
-    """Print each distinct warning of the student's code once per check, as a
-    note."""
-    seen = _warned.get()
-    if seen is None:
-        seen = set()
-    for warning in caught:
-        text = f"{warning.category.__name__}: {warning.message}"
-        if text not in seen:
-            seen.add(text)
-            print(f"Note (costs no points): your code warned: {text}")
+    """Print each distinct warning of the student's code once, as a note."""
+    for text in dict.fromkeys(
+        f"{w.category.__name__}: {w.message}" for w in caught
+    ):
+        print(f"Note (costs no points): your code warned: {text}")
 
 
 def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
