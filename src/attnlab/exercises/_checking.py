@@ -229,9 +229,7 @@ def _invoke(
 
 def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
     """Print each distinct warning of the student's code once, as a note."""
-    for text in dict.fromkeys(
-        f"{w.category.__name__}: {w.message}" for w in caught
-    ):
+    for text in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
         print(f"Note (costs no points): your code warned: {text}")
 
 
