@@ -66,6 +66,9 @@ class Outcome:
     seconds: float
     failure: str  # the first failing cell's error, "" when it passed
     failing_cells: int
+    # the commit the run executed ("+changes" when the tree differed), and its date
+    commit: str = ""
+    date: str = ""
 
 
 def condition_env(changes: dict[str, str | None]) -> dict[str, str]:
@@ -111,7 +114,14 @@ def run_one(path: Path, condition: str) -> Outcome:
     except Exception as error:  # noqa: BLE001 -- a dead kernel or a time-out
         failure, count = f"{type(error).__name__}: {str(error)[:300]}", 1
     return Outcome(
-        path.name, condition, count == 0, time.perf_counter() - start, failure, count
+        path.name,
+        condition,
+        count == 0,
+        time.perf_counter() - start,
+        failure,
+        count,
+        commit(),
+        time.strftime("%Y-%m-%d"),
     )
 
 
@@ -124,6 +134,7 @@ def run_in_child(path: Path, condition: str, out: Path) -> Outcome:
     start = time.perf_counter()
     process = subprocess.run(
         command,
+        cwd=ROOT,
         env=condition_env(CONDITIONS[condition]),
         capture_output=True,
         text=True,
@@ -137,6 +148,8 @@ def run_in_child(path: Path, condition: str, out: Path) -> Outcome:
             time.perf_counter() - start,
             "the runner failed: " + " | ".join(tail),
             1,
+            commit(),
+            time.strftime("%Y-%m-%d"),
         )
     outcome = Outcome(**json.loads(result.read_text()))
     mark = "passed" if outcome.passed else f"FAILED ({outcome.failure})"
@@ -161,12 +174,33 @@ def commit() -> str:
     return head + ("+changes" if dirty else "")
 
 
+def provenance(outcomes: list[Outcome], conditions: list[str]) -> str:
+    """Which commit and date each condition's runs executed; the chapters are named
+    where a condition's runs come from more than one commit."""
+    parts = []
+    for condition in conditions:
+        runs = [o for o in outcomes if o.condition == condition]
+        keys = sorted({(o.commit or "unknown", o.date or "undated") for o in runs})
+        if len(keys) == 1:
+            parts.append(f"{condition}: {keys[0][0]} ({keys[0][1]})")
+            continue
+        named = []
+        for key in keys:
+            chapters = sorted(
+                o.notebook[:2] for o in runs if (o.commit, o.date) == key
+            )
+            named.append(f"{key[0]} ({key[1]}; chapters {', '.join(chapters)})")
+        parts.append(f"{condition}: {', '.join(named)}")
+    return "; ".join(parts)
+
+
 def table(outcomes: list[Outcome], conditions: list[str], header: dict) -> str:
     """A Markdown table: one row per notebook, one column per condition."""
     missing = [c for c in CONDITIONS if c not in conditions]
     lines = [
-        f"Commit {header['commit']}, {header['date']}, torch {header['torch']},"
-        f" {header['machine']}; {header['workers']} notebooks at a time."
+        f"Torch {header['torch']}, {header['machine']};"
+        f" {header['workers']} notebooks at a time. Commit and date of the runs,"
+        f" by condition: {provenance(outcomes, conditions)}."
         + (f" Not run yet: {'; '.join(missing)}." if missing else ""),
         "",
         "| chapter | " + " | ".join(conditions) + " |",

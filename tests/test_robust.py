@@ -53,9 +53,9 @@ def test_the_first_error_of_an_executed_notebook_is_named():
 def test_the_table_has_a_row_per_chapter_and_a_column_per_condition():
     conditions = ["offset 1, one thread", "no thread setting"]
     outcomes = [
-        robust.Outcome("09_ntm.ipynb", conditions[0], True, 301.4, "", 0),
-        robust.Outcome("09_ntm.ipynb", conditions[1], False, 12.0, "cell 3: AssertionError: a | b", 1),
-        robust.Outcome("03_encdec.ipynb", conditions[0], True, 99.0, "", 0),
+        robust.Outcome("09_ntm.ipynb", conditions[0], True, 301.4, "", 0, "abc1234", "2026-11-25"),
+        robust.Outcome("09_ntm.ipynb", conditions[1], False, 12.0, "cell 3: AssertionError: a | b", 1, "abc1234", "2026-11-25"),
+        robust.Outcome("03_encdec.ipynb", conditions[0], True, 99.0, "", 0, "def5678", "2026-11-24"),
     ]
     header = {"commit": "abc1234", "date": "2026-11-25", "torch": "2.13.0", "machine": "x86_64, 2 cores", "workers": 2}
     text = robust.table(outcomes, conditions, header)
@@ -64,7 +64,13 @@ def test_the_table_has_a_row_per_chapter_and_a_column_per_condition():
         "| 03_encdec | passed, 99 s | not run |",
         "| 09_ntm | passed, 301 s | **failed**, 12 s: `cell 3: AssertionError: a / b` |",
     ]
-    assert "abc1234" in text and "| chapter | offset 1, one thread | no thread setting |" in text
+    assert "| chapter | offset 1, one thread | no thread setting |" in text
+    # each condition names the commits its runs executed, and the chapters where they differ
+    assert (
+        "offset 1, one thread: abc1234 (2026-11-25; chapters 09), def5678 (2026-11-24; chapters 03);"
+        " no thread setting: abc1234 (2026-11-25)."
+    ) in text
+    assert "Not run yet: offset 2, one thread; default kernels, one thread." in text
 
 
 def test_a_notebook_runs_to_its_end_under_a_condition(tmp_path):
