@@ -188,7 +188,8 @@ def nbgrader(*args: str, course: Path) -> None:
         raise SystemExit(f"nbgrader {' '.join(args)} failed with exit code {result.returncode}")
 
 
-LEAKS = ("BEGIN HIDDEN", "_integrity", "_graded", "_kept", "Rubric", "rubric", "site-packages",
+# looked for in each page's text (tags stripped): the hidden tests' own lines, rubrics, the machine's paths
+LEAKS = ("BEGIN HIDDEN", "_integrity", "_sys.modules", "Rubric", "rubric", "site-packages",
          "Traceback (most recent call last)", str(ROOT))
 
 
@@ -250,10 +251,10 @@ def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[list
         failures.append(f"{stem}: {len(pages)} feedback pages")
     for page in pages:
         text = page.read_text()
-        failures += [f"{stem}: {page.relative_to(course)} shows {leak!r}" for leak in LEAKS if leak in text]
+        plain = html.unescape(re.sub(r"<[^>]+>", "", text))  # code is highlighted token by token
+        failures += [f"{stem}: {page.relative_to(course)} shows {leak!r}" for leak in LEAKS if leak in plain]
         student = page.relative_to(course / "feedback").parts[0]
         if student == "untouched":  # nothing of a worked solution reaches a student who wrote nothing
-            plain = html.unescape(re.sub(r"<[^>]+>", "", text))  # code is highlighted token by token
             shown = [line for line in solution_lines(nb) if line in plain]
             failures += [f"{stem}: untouched's feedback shows the worked solution: {line!r}" for line in shown]
         failures += [f"{stem}: {student}'s feedback does not say {words!r}" for words in says.get(student, [])
