@@ -2,7 +2,6 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.attention import gather_positions, local_window, window_positions
 from attnlab.exercises import (
     ExerciseError,
     check_local_p_weights,
@@ -15,7 +14,14 @@ from attnlab.exercises import (
 )
 from attnlab.exercises import luong as luong_checks
 from attnlab.hard_attention import reinforce_loss, straight_through_gumbel
-from attnlab.seq2seq import Encoder, LocalAttentionDecoder, LuongDecoder, Seq2Seq
+from attnlab.luong import (
+    LocalAttentionDecoder,
+    LuongDecoder,
+    gather_positions,
+    local_window,
+    window_positions,
+)
+from attnlab.seq2seq import Encoder, Seq2Seq
 from attnlab.tasks.translation import (
     SOURCE_VOCAB,
     TARGET_VOCAB,

@@ -18,12 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnlab.attention import (
-    gather_positions,
-    local_window,
-    padding_mask,
-    window_positions,
-)
+from attnlab.attention import padding_mask
 from attnlab.exercises._checking import (
     ExerciseError,
     call,
@@ -35,7 +30,13 @@ from attnlab.exercises._checking import (
     passed,
 )
 from attnlab.hard_attention import reinforce_loss, straight_through_gumbel
-from attnlab.seq2seq import LocalAttentionDecoder, LuongDecoder
+from attnlab.luong import (
+    LocalAttentionDecoder,
+    LuongDecoder,
+    gather_positions,
+    local_window,
+    window_positions,
+)
 from attnlab.tasks.translation import attention_maps, make_batch
 
 
