@@ -6,13 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.attention import (
-    MultiHeadAttention,
-    ProjectedAttention,
-    attend,
-    dot_score,
-    masked_softmax,
-)
+from attnlab.attention import attend, dot_score, masked_softmax
 from attnlab.exercises import (
     ExerciseError,
     check_head_experiment,
@@ -22,7 +16,11 @@ from attnlab.exercises import (
     check_split_heads,
 )
 from attnlab.exercises import selfattn as selfattn_checks
-from attnlab.selfattention import SelfAttentionEncoder
+from attnlab.selfattention import (
+    MultiHeadAttention,
+    ProjectedAttention,
+    SelfAttentionEncoder,
+)
 from attnlab.tasks.translation import (
     SOURCE_VOCAB,
     make_batch,

@@ -10,9 +10,6 @@ from attnlab.attention import (
     LocationScore,
     attend,
     dot_score,
-    gather_positions,
-    local_window,
-    window_positions,
 )
 from attnlab.hard_attention import (
     HardAttentionDecoder,
@@ -22,14 +19,15 @@ from attnlab.hard_attention import (
     sample_positions,
     straight_through_gumbel,
 )
-from attnlab.seq2seq import (
-    Encoder,
+from attnlab.luong import (
     LocalAttentionDecoder,
     LuongDecoder,
-    Seq2Seq,
-    beam_search,
+    gather_positions,
+    local_window,
     luong_score,
+    window_positions,
 )
+from attnlab.seq2seq import Encoder, Seq2Seq, beam_search
 from tests.seq2seq_data import V_SRC, V_TGT, source_batch, target_batch
 
 

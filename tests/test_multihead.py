@@ -5,14 +5,13 @@ import torch
 from torch import nn
 
 from attnlab.attention import (
-    MultiHeadAttention,
-    ProjectedAttention,
     attend,
     causal_mask,
     dot_score,
     padding_mask,
     scaled_dot_score,
 )
+from attnlab.selfattention import MultiHeadAttention, ProjectedAttention
 from tests.tensors import randn
 
 

@@ -5,13 +5,8 @@ import pytest
 import torch
 
 from attnlab.hard_attention import HardAttentionDecoder, hard_attention_loss
-from attnlab.seq2seq import (
-    Decoder,
-    Encoder,
-    LocalAttentionDecoder,
-    LuongDecoder,
-    Seq2Seq,
-)
+from attnlab.luong import LocalAttentionDecoder, LuongDecoder
+from attnlab.seq2seq import Decoder, Encoder, Seq2Seq
 from attnlab.tasks.translation import (
     SOURCE_VOCAB,
     TARGET_VOCAB,

@@ -50,6 +50,15 @@ def check_size(
         )
 
 
+def check_last_dim(name: str, x: torch.Tensor, expected: int, layout: str) -> None:
+    """Raise ``ValueError`` unless the last dimension of ``x`` is ``expected``."""
+    if x.shape[-1] != expected:
+        raise ValueError(
+            f"{name} must have shape {layout} with last dimension {expected}, got"
+            f" {shape_of(x)}"
+        )
+
+
 def check_shape(
     name: str, x: torch.Tensor, expected: Sequence[int], layout: str
 ) -> None:

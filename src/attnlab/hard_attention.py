@@ -25,8 +25,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlab._validate import check_ndim, check_positive, check_tensor, shape_of
-from attnlab.attention import Score, gather_positions, masked_softmax
-from attnlab.seq2seq import DecodeResult, Encoded, LuongDecoder, State
+from attnlab.attention import Score, masked_softmax
+from attnlab.luong import LuongDecoder, gather_positions
+from attnlab.seq2seq import DecodeResult, Encoded, State
 
 __all__ = [
     "BASELINES",
@@ -165,7 +166,7 @@ class HardAttentionDecoder(LuongDecoder):
     state, ``c_t = h_{s_t}``.
 
     The distribution ``a_t = softmax(score(h_t, h_s))`` is computed as in
-    :class:`~attnlab.seq2seq.LuongDecoder`; in training mode ``s_t`` is sampled from
+    :class:`~attnlab.luong.LuongDecoder`; in training mode ``s_t`` is sampled from
     it (``estimator="reinforce"``) or chosen by a straight-through Gumbel-softmax
     (``"gumbel"``); in eval mode it is the most likely position. There is no input
     feeding, so the choice at step ``t`` only affects the word at step ``t``, and the

@@ -25,7 +25,8 @@ import torch
 from torch import nn
 
 from attnlab._validate import check_ndim, check_positive, shape_of
-from attnlab.attention import ProjectedAttention, attend, dot_score
+from attnlab.attention import attend, dot_score
+from attnlab.selfattention import ProjectedAttention
 from attnlab.seq2seq import DecoderBase, Encoded, Encoder, Seq2Seq, State
 from attnlab.tasks.translation import SOURCE_VOCAB, TARGET_VOCAB
 
@@ -167,8 +168,8 @@ class ParameterizedAttentionDecoder(SlideAttentionDecoder):
     d_enc)``.
 
     ``a(t) = softmax((W^K Y_e)^T (W^Q y_d(t)))``, ``y_a(t) = (W^V Y_e) a(t)`` through
-    :class:`~attnlab.attention.ProjectedAttention`; ``W^K Y_e`` and ``W^V Y_e`` are
-    computed once per source sequence. ``context_size`` is the encoder's
+    :class:`~attnlab.selfattention.ProjectedAttention`; ``W^K Y_e`` and ``W^V Y_e``
+    are computed once per source sequence. ``context_size`` is the encoder's
     ``output_size``; ``d_model`` the size of the projections.
     """
 

@@ -35,8 +35,8 @@ import torch
 from torch import nn
 
 from attnlab._validate import check_ndim, check_positive, shape_of
-from attnlab.attention import MultiHeadAttention, causal_mask
-from attnlab.selfattention import sinusoidal_positions
+from attnlab.attention import causal_mask
+from attnlab.selfattention import MultiHeadAttention, sinusoidal_positions
 from attnlab.seq2seq import (
     DecoderBase,
     DecodeResult,

@@ -2,12 +2,14 @@
 and explains a wrong one."""
 
 from attnlab.exercises._checking import ExerciseError
-from attnlab.exercises.luong import (
-    check_local_p_weights,
-    check_luong_step,
+from attnlab.exercises.hard_attention import (
     check_reinforce_loss,
     check_reinforce_samples,
     check_straight_through,
+)
+from attnlab.exercises.luong import (
+    check_local_p_weights,
+    check_luong_step,
     check_window_mass,
     check_window_states,
 )
@@ -108,11 +110,13 @@ __all__ += [
 __all__ += [
     "check_local_p_weights",
     "check_luong_step",
+    "check_window_mass",
+    "check_window_states",
+]
+__all__ += [
     "check_reinforce_loss",
     "check_reinforce_samples",
     "check_straight_through",
-    "check_window_mass",
-    "check_window_states",
 ]
 __all__ += [
     "check_causal_mask",

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.attention import MultiHeadAttention, ProjectedAttention, attend
+from attnlab.attention import attend
 from attnlab.exercises._checking import (
     ExerciseError,
     call,
@@ -28,7 +28,11 @@ from attnlab.exercises._checking import (
     passed,
 )
 from attnlab.runmode import scaled
-from attnlab.selfattention import SelfAttentionEncoder
+from attnlab.selfattention import (
+    MultiHeadAttention,
+    ProjectedAttention,
+    SelfAttentionEncoder,
+)
 from attnlab.simple_attention import SimpleAttentionDecoder
 
 
