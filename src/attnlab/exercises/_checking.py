@@ -292,6 +292,14 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
     return out
 
 
+def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
+    """True if ``a`` has ``b``'s shape and about its values, compared in float64 (so
+    that a float32 or float64 answer is judged alike)."""
+    return a.shape == b.shape and torch.allclose(
+        a.double(), b.double(), atol=atol, rtol=1e-4
+    )
+
+
 def as_tensor(name: str, out: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
     """The answer ``out`` (a tensor of any real dtype, a NumPy array or number, a
     Python number or list) as a tensor of ``dtype`` (the default float dtype if not

@@ -14,6 +14,7 @@ import torch
 from attnlab.exercises._checking import (
     ExerciseError,
     call,
+    close,
     exercise_check,
     expect_close,
     expect_number,
@@ -22,13 +23,6 @@ from attnlab.exercises._checking import (
     passed,
 )
 from attnlab.hard_attention import reinforce_loss, straight_through_gumbel
-
-
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
-    return a.shape == b.shape and torch.allclose(
-        a.to(b.dtype), b, atol=atol, rtol=1e-4
-    )
-
 
 # -----------------------------------------------------------------------------------
 # REINFORCE with a baseline
@@ -81,18 +75,18 @@ def check_reinforce_loss(reinforce_loss_fn: Callable, seed: int | None = 0) -> N
                 " measured number, not something to optimise through; use"
                 " reward.detach()"
             )
-        if _close(g_log_prob, advantage / n):
+        if close(g_log_prob, advantage / n):
             raise ExerciseError(
                 f"{name} has the wrong sign {what}: minimising the loss must raise"
                 " log p for choices whose reward beats the baseline, so the term is"
                 " -(r - b) log p"
             )
-        if _close(g_log_prob, -reward / n):
+        if close(g_log_prob, -reward / n):
             raise ExerciseError(
                 f"{name} does not subtract the baseline in the policy term {what}: "
                 "use -(r - b) log p"
             )
-        if n > 1 and _close(g_log_prob, -advantage):
+        if n > 1 and close(g_log_prob, -advantage):
             raise ExerciseError(
                 f"{name} sums over the entries {what}: take the mean"
             )
@@ -100,9 +94,7 @@ def check_reinforce_loss(reinforce_loss_fn: Callable, seed: int | None = 0) -> N
             name, g_log_prob, -advantage / n, f"(its gradient in log_prob) {what}"
         )
         fit = 2 * (baseline - reward) / n
-        if _close(g_baseline, fit + log_prob / n) or _close(
-            g_baseline, log_prob / n
-        ):
+        if close(g_baseline, fit + log_prob / n) or close(g_baseline, log_prob / n):
             raise ExerciseError(
                 f"in {name} the baseline receives gradient from the policy term"
                 f" {what}: in -(r - b) log p the advantage is a constant, use"
@@ -114,7 +106,7 @@ def check_reinforce_loss(reinforce_loss_fn: Callable, seed: int | None = 0) -> N
                 f"{name} does not train the baseline {what}: add the squared error"
                 " (r - b)^2, with the baseline attached"
             )
-        if n > 1 and _close(g_baseline, n * fit):
+        if n > 1 and close(g_baseline, n * fit):
             raise ExerciseError(
                 f"{name} sums the squared errors {what}: take the mean"
             )
@@ -231,7 +223,7 @@ def check_reinforce_samples(
         again = _sampled_rows(reinforce_samples, name, problem, n, draw_seed)
         candidates = _per_choice(probs, rewards.double(), baseline)
         gradient = (probs[:, None] * candidates["right"]).sum(0)
-        if _close(rows, gradient.expand(n, size), 1e-5):
+        if close(rows, gradient.expand(n, size), 1e-5):
             raise ExerciseError(
                 f"{name} returns the expected gradient in every row {what}: each row"
                 " is the estimate of one draw, (r_j - b) times the gradient of log"
@@ -363,12 +355,12 @@ def check_straight_through(straight_through: Callable, seed: int | None = 0) -> 
         value = expect_tensor(name, out, (batch, size))
         one_hot = value.round()
         if not (
-            _close(value, one_hot, 1e-5)
+            close(value, one_hot, 1e-5)
             and one_hot.sum(-1).eq(1).all()
             and one_hot.ge(0).all()
         ):
             soft = torch.softmax((scores + noise) / tau, -1)
-            if _close(value, soft, 1e-4):
+            if close(value, soft, 1e-4):
                 raise ExerciseError(
                     f"{name} returns the softmax itself {what}: the forward value"
                     " must be the one-hot sample, with the softmax's gradient"
@@ -405,9 +397,9 @@ def check_straight_through(straight_through: Callable, seed: int | None = 0) -> 
         )
         grad = torch.zeros_like(scores) if grad is None else grad
         expected = _relaxed_gradient(scores, noise, tau, upstream)
-        if _close(grad, expected, 1e-5):
+        if close(grad, expected, 1e-5):
             continue
-        if _close(grad, -expected, 1e-5):
+        if close(grad, -expected, 1e-5):
             raise ExerciseError(
                 f"the gradient of {name} has the wrong sign {what}: the"
                 " straight-through sum is hard + soft - soft.detach(), so that the"
@@ -418,14 +410,14 @@ def check_straight_through(straight_through: Callable, seed: int | None = 0) -> 
                 f"no gradient reaches the scores through {name} {what}: attach the"
                 " softmax's gradient with hard + soft - soft.detach()"
             )
-        if tau != 1 and _close(
+        if tau != 1 and close(
             grad, _relaxed_gradient(scores, noise, 1.0, upstream), 1e-5
         ):
             raise ExerciseError(
                 f"the gradient of {name} ignores the temperature {what}: the"
                 " relaxation is softmax((scores + noise) / tau)"
             )
-        if _close(
+        if close(
             grad,
             _relaxed_gradient(scores, torch.zeros_like(noise), tau, upstream),
             1e-5,

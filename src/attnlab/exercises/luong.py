@@ -18,6 +18,7 @@ from attnlab.attention import padding_mask
 from attnlab.exercises._checking import (
     ExerciseError,
     call,
+    close,
     exercise_check,
     expect_close,
     expect_number,
@@ -33,12 +34,6 @@ from attnlab.luong import (
     window_positions,
 )
 from attnlab.tasks.translation import attention_maps, make_batch
-
-
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
-    return a.shape == b.shape and torch.allclose(
-        a.to(b.dtype), b, atol=atol, rtol=1e-4
-    )
 
 
 def _require_finite(name: str, out: Any, hint: str) -> None:
@@ -158,15 +153,15 @@ def check_luong_step(luong_step: Callable, seed: int | None = 0) -> None:
             ),
             -1,
         )
-        if _close(weights, scaled, 1e-4) and not _close(weights, ref_weights, 1e-4):
+        if close(weights, scaled, 1e-4) and not close(weights, ref_weights, 1e-4):
             raise ExerciseError(
                 f"{name} divides the scores by sqrt(d) {what}: Luong's dot score is"
                 " the plain product h_t^T h_s"
             )
         expect_close(f"{name} (the weights)", weights, ref_weights, what, atol=1e-4)
         context = torch.einsum("bs,bsd->bd", ref_weights, memory)
-        if not _close(attentional, ref_attentional, 1e-4):
-            if _close(
+        if not close(attentional, ref_attentional, 1e-4):
+            if close(
                 attentional, torch.tanh(torch.cat([h, context], -1) @ w_c.T), 1e-4
             ):
                 raise ExerciseError(
@@ -174,11 +169,11 @@ def check_luong_step(luong_step: Callable, seed: int | None = 0) -> None:
                     " h_t], the context first (the order fixes which columns of W_c"
                     " meet which vector)"
                 )
-            if _close(attentional, torch.cat([context, h], -1) @ w_c.T, 1e-4):
+            if close(attentional, torch.cat([context, h], -1) @ w_c.T, 1e-4):
                 raise ExerciseError(
                     f"{name} leaves out the tanh of the attentional state {what}"
                 )
-            if _close(attentional, context, 1e-4):
+            if close(attentional, context, 1e-4):
                 raise ExerciseError(
                     f"{name} returns the context c_t {what}: return the attentional"
                     " state tanh(W_c [c_t; h_t])"
@@ -252,10 +247,10 @@ def check_local_p_weights(local_p_weights: Callable, seed: int | None = 0) -> No
             )
         out = expect_tensor(name, out, tuple(scores.shape))
         expected = local_window(scores, centre, half_width, mask=mask)
-        if _close(out, expected):
+        if close(out, expected):
             continue
         inside = local_window(scores, centre, half_width, mask=mask, gaussian=False)
-        if _close(out, inside):
+        if close(out, inside):
             raise ExerciseError(
                 f"{name} has no Gaussian {what}: multiply the window's softmax by "
                 "exp(-(s - p_t)^2 / (2 sigma^2)) so that words near p_t count more"
@@ -267,7 +262,7 @@ def check_local_p_weights(local_p_weights: Callable, seed: int | None = 0) -> No
         window = (
             (positions - torch.floor(centre[:, None] + 0.5)).abs() <= half_width
         ) & mask
-        if _close(
+        if close(
             out,
             torch.softmax(scores.masked_fill(~mask, -torch.inf), -1)
             * gaussian
@@ -278,19 +273,19 @@ def check_local_p_weights(local_p_weights: Callable, seed: int | None = 0) -> No
                 " over the positions inside the window only (the others are never"
                 " scored)"
             )
-        if _close(
+        if close(
             out,
             local_window(scores, centre, half_width, mask=mask, sigma=half_width),
         ):
             raise ExerciseError(
                 f"{name} uses sigma = D {what}: Luong et al. set sigma = D / 2"
             )
-        if _close(out, local_window(scores, centre, half_width, mask=None)):
+        if close(out, local_window(scores, centre, half_width, mask=None)):
             raise ExerciseError(
                 f"{name} gives weight to padding {what}: positions s >= lengths[b]"
                 " are not words"
             )
-        if _close(
+        if close(
             out,
             inside
             * torch.exp(
@@ -304,7 +299,7 @@ def check_local_p_weights(local_p_weights: Callable, seed: int | None = 0) -> No
                 " in p_t"
             )
         real_window = ((positions - centre[:, None]).abs() <= half_width) & mask
-        if _close(
+        if close(
             out,
             torch.softmax(
                 scores.masked_fill(~real_window, -torch.inf), -1
@@ -319,13 +314,13 @@ def check_local_p_weights(local_p_weights: Callable, seed: int | None = 0) -> No
         narrow = local_window(
             scores, centre, half_width - 1, mask=mask, sigma=half_width / 2
         )
-        if _close(out, narrow):
+        if close(out, narrow):
             raise ExerciseError(
                 f"{name} uses the window |s - round(p_t)| < D {what}: the window has"
                 " 2D + 1 positions, both ends included"
             )
         renormalised = expected / expected.sum(-1, keepdim=True)
-        if _close(out, renormalised):
+        if close(out, renormalised):
             raise ExerciseError(
                 f"{name} renormalises after the Gaussian {what}: Luong et al. keep"
                 " the product as it is, so the weights of a row need not sum to 1"
@@ -451,9 +446,9 @@ def check_window_states(window_states: Callable, seed: int | None = 0) -> None:
                 " every position round(p_t) - D .. round(p_t) + D with 0 <= s <"
                 " lengths[b] is inside"
             )
-        if _close(states[ref_inside], ref_states[ref_inside]):
+        if close(states[ref_inside], ref_states[ref_inside]):
             continue
-        if _close(states[ref_inside], truncated_states[ref_inside]):
+        if close(states[ref_inside], truncated_states[ref_inside]):
             raise ExerciseError(
                 f"{name} reads the states of the window around the centre with its"
                 f" fraction cut off {what}: read them at round(p_t) - D ..."

@@ -22,6 +22,7 @@ from attnlab.attention import (
 from attnlab.exercises._checking import (
     ExerciseError,
     call,
+    close,
     describe,
     exercise_check,
     expect_close,
@@ -30,12 +31,6 @@ from attnlab.exercises._checking import (
     generator,
     passed,
 )
-
-
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.allclose(
-        a.double(), b.double(), atol=1e-5, rtol=1e-4
-    )
 
 
 @exercise_check(scaled_dot_score, dot_score)
@@ -69,11 +64,11 @@ def check_scaled_dot_score(scaled_dot_score: Callable, seed: int | None = 0) -> 
             )
         out = expect_tensor(name, out, (*batch, n_queries, n_keys))
         dot = query.double() @ keys.double().transpose(-2, -1)
-        if d > 1 and _close(out, dot):
+        if d > 1 and close(out, dot):
             raise ExerciseError(
                 f"{name} returns the plain dot product {what}: divide it by sqrt(d)"
             )
-        if d > 1 and _close(out, dot / d):
+        if d > 1 and close(out, dot / d):
             raise ExerciseError(
                 f"{name} divides by d {what}: divide by sqrt(d), the standard"
                 " deviation of the dot product of two random vectors"
@@ -81,13 +76,13 @@ def check_scaled_dot_score(scaled_dot_score: Callable, seed: int | None = 0) -> 
         if (
             n_queries == n_keys
             and n_queries > 1
-            and _close(out, dot.transpose(-2, -1) / d**0.5)
+            and close(out, dot.transpose(-2, -1) / d**0.5)
         ):
             raise ExerciseError(
                 f"{name} returns the scores transposed {what}: entry (i, j) is the"
                 " score of query i against key j, query @ keys^T"
             )
-        if n_keys != d and _close(out, dot / n_keys**0.5):
+        if n_keys != d and close(out, dot / n_keys**0.5):
             raise ExerciseError(
                 f"{name} divides by the square root of the number of keys {what}:"
                 " divide by sqrt(d), d the size of a query or key vector (the last"
@@ -142,17 +137,17 @@ def check_additive_score(additive_score: Callable, seed: int | None = 0) -> None
         hidden = (q @ W_q64.T).unsqueeze(-2) + (k @ W_k64.T).unsqueeze(
             -3
         )  # (..., Tq, Tk, h)
-        if _close(out, hidden @ v64):
+        if close(out, hidden @ v64):
             raise ExerciseError(
                 f"{name} has no tanh {what}: without it the score is linear, "
                 "v . (W_q q + W_k k); apply tanh before the product with v"
             )
-        if _close(out, torch.tanh(hidden @ v64)):
+        if close(out, torch.tanh(hidden @ v64)):
             raise ExerciseError(
                 f"{name} applies tanh after the product with v {what}: take tanh of"
                 " the hidden vector W_q q + W_k k, then the dot product with v"
             )
-        if n_queries == n_keys and _close(
+        if n_queries == n_keys and close(
             out, _reference_additive(q, k, W_q64, W_k64, v64).transpose(-2, -1)
         ):
             raise ExerciseError(
@@ -160,7 +155,7 @@ def check_additive_score(additive_score: Callable, seed: int | None = 0) -> None
                 " score query i against key j; unsqueeze the projected queries at"
                 " -2 and the keys at -3"
             )
-        if d_q == d_k and _close(out, _reference_additive(q, k, W_k64, W_q64, v64)):
+        if d_q == d_k and close(out, _reference_additive(q, k, W_k64, W_q64, v64)):
             raise ExerciseError(
                 f"{name} swaps W_q and W_k {what}: project the query with W_q and"
                 " the keys with W_k"

@@ -26,6 +26,7 @@ from attnlab.attention import AdditiveScore, attend
 from attnlab.exercises._checking import (
     ExerciseError,
     call,
+    close,
     exercise_check,
     expect_close,
     expect_number,
@@ -41,12 +42,6 @@ from attnlab.tasks.translation import (
     make_batch,
     translation_loss,
 )
-
-
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
-    return a.shape == b.shape and torch.allclose(
-        a.double(), b.double(), atol=atol, rtol=1e-4
-    )
 
 
 @contextmanager
@@ -153,7 +148,7 @@ def check_teacher_forcing(
                 )
             with torch.no_grad():
                 reference = decoder.decode(encoded, targets=targets).logits
-                if _close(logits, reference):
+                if close(logits, reference):
                     cases += 1
                     continue
                 for feed, hint in [
@@ -181,7 +176,7 @@ def check_teacher_forcing(
                         ),
                     ),
                 ]:
-                    if _close(logits, _loop(decoder, encoded, targets, feed)):
+                    if close(logits, _loop(decoder, encoded, targets, feed)):
                         raise ExerciseError(f"{name} is wrong: {hint}.")
             expect_close(
                 f"{name}'s logits",
@@ -548,7 +543,7 @@ def check_bahdanau_context(bahdanau_context: Callable, seed: int | None = 0) -> 
             unmasked = _reference_context(
                 query, states, mask, w_q, w_k, v, use_mask=False
             )[1]
-            if _close(weights, unmasked * mask):
+            if close(weights, unmasked * mask):
                 raise ExerciseError(
                     "you zero the padded positions after the softmax, so the weights"
                     " of a query no longer sum to 1: mask the scores (set them to"
@@ -558,12 +553,12 @@ def check_bahdanau_context(bahdanau_context: Callable, seed: int | None = 0) -> 
                 "the weights of a query do not sum to 1: take the softmax over the"
                 " source positions (the last dimension)"
             )
-        if d_q == d_k and not _close(weights, ref_weights):
+        if d_q == d_k and not close(weights, ref_weights):
             dot = torch.softmax(
                 (states @ query[:, :, None])[..., 0].masked_fill(~mask, -torch.inf),
                 dim=-1,
             )
-            if _close(weights, dot):
+            if close(weights, dot):
                 raise ExerciseError(
                     "these are dot-product weights; Bahdanau's score is v^T tanh(W_q"
                     " q + W_k h_j)"
