@@ -573,12 +573,35 @@ def test_experiment_changes_the_recipe_and_evaluates_on_validation_sequences(cap
     assert (calls[0]["lr"], calls[0]["lr_drop"]) == (1e-3, 1.0) and "zero_vectors" not in calls[0]
     assert (calls[1]["lr"], calls[1]["lr_drop"], calls[1]["zero_vectors"]) == (2e-3, 0.15, 0.05)
     assert calls[1]["curriculum"] == 7 and "curriculum" not in calls[0]
-    assert seeds == [ntm_copy.TEST_SEED, ntm_copy.VALIDATION_SEED]
+    # every seed is evaluated on both sets; --validation prints the validation tables
+    assert seeds == [ntm_copy.TEST_SEED, ntm_copy.VALIDATION_SEED] * 2
     assert ntm_copy.TEST_SEED != ntm_copy.VALIDATION_SEED
     assert "1 test sequences per length" in out and "1 validation sequences per length" in out
     assert "learning rate 0.001 throughout" in out
     assert "learning rate 0.002 (times 0.15 once validation is below 1 bit)" in out and "probability 0.05" in out
     assert "curriculum over 7 steps" in out
+
+
+def test_experiment_writes_a_record_that_makes_the_reproducing_tables(tmp_path, capsys):
+    from attnlab.experiments import ntm_copy, record
+
+    path = tmp_path / "ntm.json"
+    ntm_copy.main(["--seeds", "2", "--steps", "1", "--eval-sequences", "2", "--json", str(path)])
+    printed = capsys.readouterr().out
+    data = record.load(path)
+    assert data["command"].endswith(f"ntm-copy --seeds 2 --steps 1 --eval-sequences 2 --json {path}")
+    assert data["torch"] == torch.__version__ and data["machine"]["torch_threads"] == 1
+    seeds = data["results"]["seeds"]
+    assert list(seeds) == ["0", "1"] and set(seeds["0"]) == {"test", "validation", "seconds"}
+    text = ntm_copy.markdown(data)
+    # the page's table is the one the command printed, from the same test measures
+    assert ntm_copy.table({s: {int(n): b for n, b in r["test"]["bits"].items()} for s, r in seeds.items()}) in text
+    assert text.split("| 10 |")[1].split("\n")[0] in printed
+    assert "Seeds that copy on the test sequences" in text and "on the validation sequences" in text
+    assert text.endswith(record.provenance(data))
+    path.write_text('{"format": 0}')
+    with pytest.raises(ValueError, match="not an experiment record"):
+        record.load(path)
 
 
 def test_plots_of_weightings_and_sequences_label_their_axes():

@@ -2,6 +2,7 @@
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 
@@ -317,11 +318,36 @@ def test_full_scale_tsp_command_runs_at_toy_size(capsys):
     assert list(rows) == ["optimal (Held-Karp)", "pointer network, greedy", "pointer network, beam 3 (most probable)",
                           "pointer network, beam 3 (shortest)", "nearest neighbour", "2-opt (from nearest neighbour)",
                           "2-opt (best of 3 starts)", "2-opt (from the greedy tours)"]
-    assert rows["optimal (Held-Karp)"][1:] == ["0.00%", "0.00%"]  # the optimum has no gap, either way
+    assert rows["optimal (Held-Karp)"][1:3] == ["0.00%", "0.00%"]  # the optimum has no gap, either way
     gap = {name: float(values[2].rstrip("%")) for name, values in rows.items()}  # mean per-instance gap
     assert all(g >= 0 for g in gap.values())
     assert gap["pointer network, beam 3 (shortest)"] <= gap["pointer network, beam 3 (most probable)"]
     assert gap["2-opt (best of 3 starts)"] <= gap["2-opt (from nearest neighbour)"]  # start 0 is one of the 3
+
+
+def test_full_scale_tsp_record_keeps_the_best_validation_weights_and_intervals(tmp_path, capsys):
+    from scipy import stats
+
+    from attnlab.experiments import pointer_tsp, record
+
+    path = tmp_path / "tsp.json"
+    pointer_tsp.main(["--steps", "4", "--hidden", "8", "--train-size", "64", "--val-size", "16", "--test-size",
+                      "40", "--beam", "2", "--batch-size", "16", "--json", str(path)])
+    assert "are kept" in capsys.readouterr().out
+    data = record.load(path)
+    found = data["results"]
+    assert 1 <= found["best_step"] <= 4
+    for row in found["methods"].values():
+        assert row["low"] <= row["mean_gap"] <= row["high"]
+    # the interval is Student's t over the instances, checked on a hand-made case
+    lengths, optimal = np.array([1.1, 1.2, 1.3, 1.0]), np.ones(4)
+    interval = stats.t.interval(0.95, 3, loc=0.15, scale=np.std([0.1, 0.2, 0.3, 0.0], ddof=1) / 2)
+    row = pointer_tsp.mean_gap(lengths, optimal)
+    assert np.allclose([row["mean_gap"], row["low"], row["high"]], [0.15, *interval])
+    assert pointer_tsp.mean_gap(np.ones(3), np.ones(3))["low"] == 0.0  # no spread: no interval
+    table = pointer_tsp.markdown(data)
+    assert "| optimal (Held-Karp) | " in table and "0.00% to 0.00%" in table
+    assert f"the weights of step {found['best_step']}" in table
 
 
 

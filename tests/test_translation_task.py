@@ -315,6 +315,22 @@ def test_rnnenc_plateau_command_prints_the_curve_and_both_models_by_length(capsy
         assert any(line.strip().startswith(bucket + " |") for line in out.splitlines()), bucket
 
 
+def test_rnnenc_plateau_record_makes_the_table_by_length(tmp_path, capsys):
+    from attnlab.experiments import record, rnnenc_plateau
+
+    path = tmp_path / "plateau.json"
+    rnnenc_plateau.main(["--factor", "2", "--steps", "2", "--sentences-per-length", "1", "--json", str(path)])
+    capsys.readouterr()
+    data = record.load(path)
+    assert data["results"]["steps"] == {"RNNenc": 4, "RNNsearch": 2}
+    assert [s for s, _ in data["results"]["rnnenc_validation_curve"]][-1] == 4
+    text = rnnenc_plateau.markdown(data)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [r.split(" | ")[0][2:] for r in rows] == ["5-10", "11-20", "21-30", "31-40", "41-50", "51-60"]
+    first = data["results"]["buckets"]["RNNsearch"][0]
+    assert rows[0].endswith(f"| {first['token_accuracy']:.3f} | {first['exact_match']:.3f} |")
+
+
 def test_last_fifth_gain_compares_the_best_of_the_last_fifth_with_the_best_before():
     from attnlab.experiments.rnnenc_plateau import last_fifth_gain
     from attnlab.train import History

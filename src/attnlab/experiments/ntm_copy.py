@@ -15,9 +15,12 @@ whether a seed meets the target.
 
 Options change one part of the recipe (``--lr``, ``--lr-drop``, ``--zero-vectors``,
 ``--curriculum``)
-and, with ``--validation``, evaluate on 1,024 validation sequences per length drawn
-apart from the test sequences, so that a change to the recipe can be judged without
-looking at the test set.
+and, with ``--validation``, print the tables of 1,024 validation sequences per length
+drawn apart from the test sequences, so that a change to the recipe can be judged
+without looking at the test set. Every seed is evaluated on both sets;
+``--json PATH`` writes both, with the command, date and machine
+(:mod:`attnlab.experiments.record`), and :func:`markdown` makes the reproducing
+page's tables from that file.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import statistics
 
 import torch
 
+from attnlab.experiments.record import provenance, record, save
 from attnlab.ntm import NTM, LSTMBaseline
 from attnlab.tasks.copy import BITS, TEST_SEED, evaluate_copy, train_copy
 from attnlab.train import seed_everything
@@ -59,13 +63,13 @@ def run_seed(
     n_eval: int,
     kind: str = "ntm",
     *,
-    eval_seed: int = TEST_SEED,
+    eval_seeds: tuple[int, ...] = (TEST_SEED,),
     **recipe: float | int,
-) -> tuple[dict[str, dict[int, float]], float]:
+) -> tuple[list[dict[str, dict[int, float]]], float]:
     """Train one model (the chapter's NTM, or its LSTM baseline) from ``seed``;
     return :func:`~attnlab.tasks.copy.evaluate_copy`'s measures by length on the
-    sequences of ``eval_seed`` and the training seconds. ``recipe`` (``lr``,
-    ``lr_drop``, ``zero_vectors``, ``curriculum``) goes to
+    sequences of each of ``eval_seeds`` and the training seconds. ``recipe``
+    (``lr``, ``lr_drop``, ``zero_vectors``, ``curriculum``) goes to
     :func:`~attnlab.tasks.copy.train_copy`."""
     seed_everything(seed)
     if kind == "ntm":
@@ -77,7 +81,8 @@ def run_seed(
     history = train_copy(
         model, steps=steps, seed=seed, desc=f"seed {seed}", **recipe
     )
-    return evaluate_copy(model, LENGTHS, n=n_eval, seed=eval_seed), history.seconds
+    measures = [evaluate_copy(model, LENGTHS, n=n_eval, seed=e) for e in eval_seeds]
+    return measures, history.seconds
 
 
 def table(results: dict[int, dict[int, float]], digits: int = 2) -> str:
@@ -164,7 +169,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--validation",
         action="store_true",
-        help="evaluate on validation sequences, drawn apart from the test ones",
+        help="print the tables of the validation sequences, drawn apart from the"
+        " test ones (both are evaluated and saved)",
+    )
+    parser.add_argument(
+        "--json", metavar="PATH", help="write the results of both sets to PATH"
     )
     args = parser.parse_args(argv)
     if args.seeds < 1:
@@ -178,16 +187,17 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(
         1
     )  # as in the chapter: the same seed then gives the same run on any machine
-    measures, seconds = {}, {}
+    both, seconds = {}, {}
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        measures[seed], seconds[seed] = run_seed(
+        both[seed], seconds[seed] = run_seed(
             seed,
             args.steps,
             args.eval_sequences,
             args.model,
-            eval_seed=VALIDATION_SEED if args.validation else TEST_SEED,
+            eval_seeds=(TEST_SEED, VALIDATION_SEED),
             **recipe,
         )
+    measures = {seed: m[1 if args.validation else 0] for seed, m in both.items()}
     results = {seed: m["bits"] for seed, m in measures.items()}
     flawed = {
         seed: {n: 100 * (1 - share) for n, share in m["perfect"].items()}
@@ -223,3 +233,73 @@ def main(argv: list[str] | None = None) -> None:
         "training seconds per seed: "
         + ", ".join(f"{s}: {t:.0f}" for s, t in seconds.items())
     )
+    if args.json:
+        results = {
+            "model": args.model,
+            "steps": args.steps,
+            "eval_sequences": args.eval_sequences,
+            "recipe": {
+                "lr": args.lr,
+                "lr_drop": args.lr_drop,
+                "zero_vectors": args.zero_vectors,
+                "curriculum": args.curriculum,
+            },
+            "seeds": {
+                str(seed): {
+                    "test": both[seed][0],
+                    "validation": both[seed][1],
+                    "seconds": seconds[seed],
+                }
+                for seed in both
+            },
+        }
+        save(args.json, record("ntm-copy", argv or [], results))
+
+
+def markdown(data: dict) -> str:
+    """The reproducing page's tables from a record written with ``--json``: wrong
+    bits per test sequence by seed and length, the share of flawed sequences, and the
+    seeds that copy (under 0.1 wrong bits at lengths 10 and 20, under 1 at 40) on
+    the test and on the validation sequences."""
+    found = data["results"]
+    seeds = {int(s): r for s, r in found["seeds"].items()}
+
+    def by_length(values: dict) -> dict[int, float]:
+        return {int(n): v for n, v in values.items()}
+
+    bits = {s: by_length(r["test"]["bits"]) for s, r in seeds.items()}
+    flawed = {
+        s: {n: 100 * (1 - v) for n, v in by_length(r["test"]["perfect"]).items()}
+        for s, r in seeds.items()
+    }
+    copied = {
+        part: [s for s, r in seeds.items() if met_target(by_length(r[part]["bits"]))]
+        for part in ("test", "validation")
+    }
+    n = found["eval_sequences"]
+    lines = [
+        f"Wrong bits per sequence, mean over {n:,} test sequences of each length"
+        f" ({found['model'].upper()}, {found['steps']:,} training steps per seed):",
+        "",
+        table(bits),
+        "",
+        "Percentage of the test sequences with at least one wrong bit:",
+        "",
+        table(flawed, digits=1),
+        "",
+    ]
+    for part in ("test", "validation"):
+        which = copied[part]
+        lines.append(
+            f"- Seeds that copy on the {part} sequences (under {SOLVED_BITS} wrong"
+            f" bits at lengths 10 and 20, under {LONG_BITS:g} at 40): {len(which)}"
+            f" of {len(seeds)}"
+            + (f" ({', '.join(map(str, which))})" if which else "")
+        )
+    times = [r["seconds"] / 60 for r in seeds.values()]
+    lines += [
+        f"- Training took {min(times):.0f} to {max(times):.0f} minutes per seed.",
+        "",
+        provenance(data),
+    ]
+    return "\n".join(lines)

@@ -8,7 +8,9 @@ Trains the Bahdanau chapter's two models from seed 0 with the chapter's recipe
 prints RNNenc's teacher-forced validation accuracy along the run (to see whether it
 has reached a plateau), then both models' greedy word accuracy and exact match by
 source length on the chapter's test set (16 sentences of every length from 5 to 60,
-seed 1), with the date, the torch version and the machine.
+seed 1), with the date, the torch version and the machine. ``--json PATH`` saves the
+results with the command, date and machine (:mod:`attnlab.experiments.record`),
+from which :func:`markdown` makes the reproducing page's table.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import platform
 
 import torch
 
+from attnlab.experiments.record import provenance, record, save
 from attnlab.tasks.translation import (
     decay_in_second_half,
     evaluate_translation,
@@ -92,9 +95,11 @@ def main(argv: list[str] | None = None) -> None:
         default=16,
         help="test sentences of every length from 5 to 60 (default 16)",
     )
+    parser.add_argument("--json", metavar="PATH", help="write the results to PATH")
     args = parser.parse_args(argv)
     if args.factor < 1 or args.steps < 1:
         parser.error("--factor and --steps must be >= 1")
+    torch.set_num_threads(1)  # as in the chapter: the same run on any machine
     long_steps = args.factor * args.steps
     eval_every = max(1, args.steps // 10)
     rnnenc, rnnenc_history = train_model(False, long_steps, eval_every)
@@ -123,3 +128,58 @@ def main(argv: list[str] | None = None) -> None:
             f" {a['exact_match']:6.3f} | {b['token_accuracy']:15.3f}"
             f" {b['exact_match']:6.3f}"
         )
+    if args.json:
+        steps, accuracy = rnnenc_history.metric("val_accuracy")
+        results = {
+            "steps": {"RNNenc": long_steps, "RNNsearch": args.steps},
+            "seconds": {
+                "RNNenc": rnnenc_history.seconds,
+                "RNNsearch": rnnsearch_history.seconds,
+            },
+            "rnnenc_validation_curve": [
+                [int(step), float(value)]
+                for step, value in zip(steps, accuracy, strict=True)
+            ],
+            "rnnenc_best_step": rnnenc_history.best_step,
+            "last_fifth_gain": last_fifth_gain(rnnenc_history),
+            "buckets": rows,
+        }
+        save(args.json, record("rnnenc-plateau", argv or [], results))
+
+
+def markdown(data: dict) -> str:
+    """The reproducing page's table from a record written with ``--json``: both
+    models' word accuracy and exact match by source length, and RNNenc's validation
+    accuracy along its longer run."""
+    found = data["results"]
+    steps = found["steps"]
+    curve = found["rnnenc_validation_curve"]
+    every = max(1, len(curve) // 10)
+    shown = [c for i, c in enumerate(curve) if (i + 1) % every == 0 or i == 0]
+    lines = [
+        f"RNNenc trained {steps['RNNenc']:,} steps,"
+        f" RNNsearch {steps['RNNsearch']:,};"
+        " greedy decoding of the same test sentences, by source length (the chapter"
+        " trains on 5 to 40 words):",
+        "",
+        "| source words | RNNenc: word accuracy | exact match |"
+        " RNNsearch: word accuracy | exact match |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for a, b in zip(*found["buckets"].values(), strict=True):
+        lines.append(
+            f"| {a['bucket']} | {a['token_accuracy']:.3f} | {a['exact_match']:.3f} |"
+            f" {b['token_accuracy']:.3f} | {b['exact_match']:.3f} |"
+        )
+    lines += [
+        "",
+        "RNNenc's teacher-forced validation accuracy on 31-40 words along its run"
+        " (step: accuracy): "
+        + ", ".join(f"{s:,}: {a:.3f}" for s, a in shown)
+        + f"; {found['last_fifth_gain']}. Training took"
+        f" {found['seconds']['RNNenc'] / 60:.0f} minutes (RNNenc) and"
+        f" {found['seconds']['RNNsearch'] / 60:.0f} (RNNsearch).",
+        "",
+        provenance(data),
+    ]
+    return "\n".join(lines)
