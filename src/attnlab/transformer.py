@@ -22,8 +22,12 @@ targets)`` decodes with teacher forcing (all positions in one pass), ``model.gre
 and ``model.beam_search`` decode word by word through ``decode_init`` /
 ``decode_step``, so the translation helpers of :mod:`attnlab.tasks.translation`
 (training, :func:`~attnlab.tasks.translation.evaluate_translation`, attention maps)
-work unchanged. Masks follow the package convention: ``True`` = a real position / may
-attend.
+work unchanged. Word-by-word decoding keeps a key/value cache: every decoder layer
+stores the projected keys and values of the positions so far and adds one position
+per step, and the cross-attention projects the encoder states once;
+``model.greedy(..., cache=False)`` recomputes the whole prefix at every step
+instead, for comparison. Masks follow the package convention: ``True`` = a real
+position / may attend.
 """
 
 from __future__ import annotations
@@ -32,10 +36,11 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attnlab._validate import check_ndim, check_positive, shape_of
-from attnlab.attention import causal_mask
+from attnlab.attention import attend, causal_mask, scaled_dot_score
 from attnlab.selfattention import MultiHeadAttention, sinusoidal_positions
 from attnlab.seq2seq import (
     DecoderBase,
@@ -54,7 +59,9 @@ __all__ = [
     "TransformerDecodeResult",
     "TransformerDecoder",
     "TransformerEncoder",
+    "attend_projected",
     "causal_mask",
+    "project_keys_values",
     "sinusoidal_positions",
 ]
 
@@ -75,6 +82,39 @@ def feed_forward(d_model: int, d_ff: int) -> nn.Sequential:
     return nn.Sequential(
         nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model)
     )
+
+
+def project_keys_values(
+    attention: MultiHeadAttention, x: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The keys and values that ``attention`` makes of ``x (B, T, d_model)``, split
+    into heads: two ``(B, n_heads, T, d_head)``, ready to be cached."""
+    return (
+        attention.split_heads(attention.key_proj(x)),
+        attention.split_heads(attention.value_proj(x)),
+    )
+
+
+def attend_projected(
+    attention: MultiHeadAttention,
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    key_padding_mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``attention(query, ., .)`` with keys and values projected beforehand (by
+    :func:`project_keys_values`).
+
+    ``query (B, Tq, d_model)``, ``keys`` and ``values (B, n_heads, Tk, d_head)``,
+    ``key_padding_mask (B, Tk)`` (``True`` = real key). Returns ``(output (B, Tq,
+    d_model), weights (B, n_heads, Tq, Tk))``: the computation of
+    :class:`~attnlab.selfattention.MultiHeadAttention` without projecting the keys.
+    """
+    batch, tq, tk = query.shape[0], query.shape[1], keys.shape[2]
+    mask = attention.combined_mask(batch, tq, tk, key_padding_mask, None)
+    q = attention.split_heads(attention.query_proj(query))  # (B, h, Tq, d_head)
+    context, weights = attend(q, keys, values, score=scaled_dot_score, mask=mask)
+    return attention.out_proj(attention.merge_heads(context)), weights
 
 
 def _check_torch_layer(
@@ -187,10 +227,11 @@ class DecoderLayer(nn.Module):
     ``forward(x (B, T, d_model), memory (B, S, d_model), tgt_mask (T, T) = None,
     memory_key_padding_mask (B, S) = None, past=None)`` returns ``(x, self_weights
     (B, h, T, T'), cross_weights (B, h, T, S))``. ``tgt_mask`` is ``True`` where a
-    target position may attend (pass :func:`causal_mask`). For decoding word by word,
-    ``past (B, t, d_model)`` holds this layer's inputs at the ``t`` earlier
-    positions: the self-attention then uses ``[past; x]`` as keys and values (``T' =
-    t + T``), and ``tgt_mask`` must be ``(T, t + T)``.
+    target position may attend (pass :func:`causal_mask`). ``past (B, t, d_model)``
+    may hold this layer's inputs at ``t`` earlier positions: the self-attention then
+    uses ``[past; x]`` as keys and values (``T' = t + T``, ``tgt_mask`` ``(T, t +
+    T)``), projecting all of them again. :meth:`step` decodes one position from a
+    cache of projected keys and values instead (:meth:`init_cache`).
     """
 
     def __init__(
@@ -259,6 +300,78 @@ class DecoderLayer(nn.Module):
         read, cross_weights = cross_attend(x)
         x = self.norm2(x + read)  # what the source says
         return self.norm3(x + self.feed_forward(x)), self_weights, cross_weights
+
+    def init_cache(self, memory: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The cache before the first position, for ``memory (B, S, d_model)``.
+
+        ``memory_keys``, ``memory_values (B, n_heads, S, d_head)``: the
+        cross-attention's keys and values, projected once; ``keys``, ``values (B,
+        n_heads, 0, d_head)``: the self-attention's, one position more after every
+        :meth:`step`.
+        """
+        _check_input("memory", memory, self.d_model, "(batch, S, d_model)")
+        memory_keys, memory_values = project_keys_values(
+            self.cross_attention, memory
+        )
+        empty = memory_keys[:, :, :0]
+        return {
+            "keys": empty,
+            "values": empty,
+            "memory_keys": memory_keys,
+            "memory_values": memory_values,
+        }
+
+    def step(
+        self,
+        x: torch.Tensor,
+        cache: dict[str, torch.Tensor],
+        memory_key_padding_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+        """One new position ``x (B, 1, d_model)`` after the ``t`` positions of
+        ``cache`` (from :meth:`init_cache`).
+
+        Only the new position is projected: its key and value are appended to the
+        cache, its query attends over the ``t + 1`` cached keys (no mask needed: they
+        are all in the past) and over the cached memory keys. Returns ``(x (B, 1,
+        d_model), cache with keys and values (B, n_heads, t + 1, d_head),
+        cross_weights (B, n_heads, 1, S))``, what :meth:`forward` gives at position
+        ``t`` under the causal mask.
+        """
+        _check_input("x", x, self.d_model, "(batch, 1, d_model)")
+        if x.shape[1] != 1 or x.shape[0] != cache["keys"].shape[0]:
+            raise ValueError(
+                "x must have shape (batch, 1, d_model) with batch ="
+                f" {cache['keys'].shape[0]} like the cache, got {shape_of(x)}"
+            )
+
+        def self_attend(h: torch.Tensor) -> tuple[torch.Tensor, dict]:
+            # the new position's key and value, (B, n_heads, 1, d_head) each
+            key, value = project_keys_values(self.self_attention, h)
+            keys = torch.cat([cache["keys"], key], dim=2)
+            values = torch.cat([cache["values"], value], dim=2)
+            mixed, _ = attend_projected(self.self_attention, h, keys, values)
+            return mixed, {**cache, "keys": keys, "values": values}
+
+        def cross_attend(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return attend_projected(
+                self.cross_attention,
+                h,
+                cache["memory_keys"],
+                cache["memory_values"],
+                memory_key_padding_mask,
+            )
+
+        if self.norm_first:
+            mixed, new_cache = self_attend(self.norm1(x))
+            x = x + mixed
+            read, cross_weights = cross_attend(self.norm2(x))
+            x = x + read
+            return x + self.feed_forward(self.norm3(x)), new_cache, cross_weights
+        mixed, new_cache = self_attend(x)
+        x = self.norm1(x + mixed)
+        read, cross_weights = cross_attend(x)
+        x = self.norm2(x + read)
+        return self.norm3(x + self.feed_forward(x)), new_cache, cross_weights
 
     @torch.no_grad()
     def load_torch_weights(self, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
@@ -421,10 +534,11 @@ class TransformerDecoder(DecoderBase):
 
     With targets, :meth:`decode` runs every position at once under the causal mask
     (teacher forcing in one pass). Without them, :meth:`decode_step` adds one
-    position at a time; the state keeps each layer's inputs at the earlier positions
-    (``past``), so a step costs one position's work, not a re-run of the prefix.
-    ``shown_head = (layer, head)`` picks the cross-attention map returned as
-    ``weights``; ``None`` averages the heads of the last layer.
+    position at a time from a key/value cache (:meth:`decode_init`), so a step
+    projects one position, not the whole prefix; :meth:`step_uncached` is the
+    reference that re-runs the prefix. ``shown_head = (layer, head)`` picks the
+    cross-attention map returned as ``weights``; ``None`` averages the heads of the
+    last layer.
     """
 
     def __init__(
@@ -470,37 +584,47 @@ class TransformerDecoder(DecoderBase):
         return cross_weights[layer][:, head]
 
     def decode_init(self, encoded: Encoded) -> State:
+        """The state before the first word: the source mask ``(B, S)`` and one cache
+        per layer (:meth:`DecoderLayer.init_cache`), whose cross-attention keys and
+        values ``(B, n_heads, S, d_head)`` are projected here, once per sentence."""
         _check_input(
             "encoded.states", encoded.states, self.d_model, "(batch, S, d_model)"
         )
-        batch = encoded.states.shape[0]
-        past = tuple(
-            encoded.states.new_zeros(batch, 0, self.d_model) for _ in self.layers
-        )
-        return {"memory": encoded.states, "mask": encoded.mask, "past": past}
+        cache = tuple(layer.init_cache(encoded.states) for layer in self.layers)
+        return {"mask": encoded.mask, "cache": cache}
 
     def step(
         self, state: State, x: torch.Tensor
     ) -> tuple[torch.Tensor, State, list[torch.Tensor]]:
         """One position: ``(logits (B, V), new state, cross-attention per layer (B,
-        h, S))``."""
-        h = self.embed(
-            x[:, None], offset=state["past"][0].shape[1]
-        )  # (B, 1, d_model)
-        past, cross = [], []
-        for layer, earlier in zip(self.layers, state["past"], strict=True):
-            past.append(
-                torch.cat([earlier, h], dim=1)
-            )  # this layer's inputs up to and including now
-            h, _, weights = layer(
-                h,
-                state["memory"],
-                memory_key_padding_mask=state["mask"],
-                past=earlier,
-            )
+        h, S))``.
+
+        Every layer's cache grows by the new position's keys and values, ``(B,
+        n_heads, t, d_head)`` after ``t`` steps.
+        """
+        position = state["cache"][0]["keys"].shape[2]  # the number of words read
+        h = self.embed(x[:, None], offset=position)  # (B, 1, d_model)
+        cache, cross = [], []
+        for layer, layer_cache in zip(self.layers, state["cache"], strict=True):
+            h, layer_cache, weights = layer.step(h, layer_cache, state["mask"])
+            cache.append(layer_cache)
             cross.append(weights[:, :, 0])
         logits = self.out(self.final_norm(h))[:, 0]
-        return logits, {**state, "past": tuple(past)}, cross
+        return logits, {**state, "cache": tuple(cache)}, cross
+
+    def step_uncached(
+        self, encoded: Encoded, previous: torch.Tensor
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """What :meth:`step` computes, the slow way: the next word after ``previous
+        (B, t)`` (``<bos>`` and the words so far) from a teacher-forced pass of
+        :meth:`decode` over all ``t`` positions, without a cache.
+
+        Returns ``(logits (B, V), cross-attention per layer (B, h, S))``.
+        """
+        # decode reads <bos> and targets[:, :-1]: the last target is a placeholder
+        targets = F.pad(previous[:, 1:], (0, 1), value=self.pad_id)
+        result = self.decode(encoded, targets=targets)
+        return result.logits[:, -1], [w[:, :, -1] for w in result.cross_weights]
 
     def decode_step(
         self, state: State, x: torch.Tensor
@@ -553,18 +677,28 @@ class TransformerDecoder(DecoderBase):
             logits, self.choose(logits).argmax(-1), self.shown(cross), cross
         )
 
-    def _greedy(self, encoded: Encoded, max_len: int) -> TransformerDecodeResult:
+    def _greedy(
+        self, encoded: Encoded, max_len: int, *, cache: bool = True
+    ) -> TransformerDecodeResult:
+        """Greedy inference for up to ``max_len`` words, with the key/value cache
+        (:meth:`step`) or, with ``cache=False``, re-running the prefix at every step
+        (:meth:`step_uncached`); both give the same result."""
         check_positive("max_len", max_len)
         batch = encoded.states.shape[0]
-        state = self.decode_init(encoded)
+        state = self.decode_init(encoded) if cache else None
         x = torch.full((batch,), self.bos_id, dtype=torch.long)
+        previous = x[:, None]  # (B, t): <bos> and the words so far
         logits, tokens, cross = [], [], []
         finished = torch.zeros(batch, dtype=torch.bool)
         for _ in range(
             max_len
         ):  # one word at a time: step t needs the word chosen at step t - 1
-            step_logits, state, step_cross = self.step(state, x)
+            if state is not None:
+                step_logits, state, step_cross = self.step(state, x)
+            else:
+                step_logits, step_cross = self.step_uncached(encoded, previous)
             x = self.choose(step_logits).argmax(-1)
+            previous = torch.cat([previous, x[:, None]], dim=1)
             logits.append(step_logits)
             tokens.append(x)
             cross.append(torch.stack(step_cross))  # (L, B, h, S)
@@ -631,3 +765,20 @@ class Transformer(Seq2Seq):
         )
         super().__init__(encoder, decoder)
         self.norm_first = norm_first
+
+    def greedy(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        max_len: int | None = None,
+        *,
+        cache: bool = True,
+    ) -> TransformerDecodeResult:
+        """Greedy inference, at most ``max_len`` words (default ``2 S + 10``); with
+        ``cache=False`` every step re-runs the decoder over the whole prefix (same
+        result, more work)."""
+        return self.decoder._greedy(
+            self.encode(src, src_mask),
+            max_len or 2 * src.shape[1] + 10,
+            cache=cache,
+        )
