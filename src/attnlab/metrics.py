@@ -1,5 +1,6 @@
 """How good is a translation: token accuracy, exact match, BLEU, and how well
-attention finds the aligned word.
+attention finds the aligned word; and how sure a mean over test cases is
+(``mean_interval``).
 
 Predictions and references are sequences of words (or ids), one per sentence, without
 ``<eos>`` or padding.
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import sacrebleu
 import torch
+from scipy import stats
 
 from attnlab._validate import check_ndim, check_shape
 
@@ -149,3 +152,39 @@ def scores_by_bucket(
             }
         )
     return rows
+
+
+def mean_interval(
+    values: Sequence[float] | np.ndarray | torch.Tensor, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean of ``values`` ``(n,)`` and a Student-t confidence interval for it:
+    ``(mean, low, high)``.
+
+    The values are independent measurements, one per test case (an instance's
+    optimality gap, say), ``n >= 2``. The interval is ``mean -+ t * s / sqrt(n)``,
+    with ``s`` the sample standard deviation (``ddof=1``) and ``t`` the ``(1 +
+    confidence) / 2`` quantile of Student's t distribution with ``n - 1`` degrees of
+    freedom: it covers the true mean with probability ``confidence`` when the values
+    are normal, and approximately so for any distribution once ``n`` is large. Equal
+    values give an interval of width 0.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(
+            f"confidence must lie strictly between 0 and 1, got {confidence}"
+        )
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1 or len(array) < 2:
+        raise ValueError(
+            f"values must have shape (n,) with n >= 2, got shape {array.shape}"
+        )
+    if not np.isfinite(array).all():
+        raise ValueError("values must be finite (no NaN or infinity)")
+    mean = float(array.mean())
+    half = float(
+        stats.t.ppf((1 + confidence) / 2, df=len(array) - 1)
+        * array.std(ddof=1)
+        / np.sqrt(len(array))
+    )
+    return mean, mean - half, mean + half
