@@ -27,9 +27,9 @@ import time
 
 import numpy as np
 import torch
-from scipy import stats
 
 from attnlab.experiments.record import provenance, record, save
+from attnlab.metrics import mean_interval
 from attnlab.pointer import PointerNet
 from attnlab.progress import progress
 from attnlab.tasks import (
@@ -78,20 +78,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def mean_gap(lengths: np.ndarray, optimal: np.ndarray) -> dict[str, float]:
     """Mean tour length, gap of the means, and the mean per-instance gap with its
-    95% confidence interval (Student's t) over the instances, all as fractions."""
-    gaps = lengths / optimal - 1
-    if len(gaps) > 1 and gaps.std() > 0:
-        low, high = stats.t.interval(
-            0.95, len(gaps) - 1, gaps.mean(), stats.sem(gaps)
-        )
-    else:
-        low = high = gaps.mean()
+    95% confidence interval (:func:`attnlab.metrics.mean_interval`), as fractions."""
+    mean, low, high = mean_interval(lengths / optimal - 1)
     return {
         "mean_length": float(lengths.mean()),
         "gap_of_means": float(lengths.mean() / optimal.mean() - 1),
-        "mean_gap": float(gaps.mean()),
-        "low": float(low),
-        "high": float(high),
+        "mean_gap": mean,
+        "low": low,
+        "high": high,
     }
 
 
