@@ -298,7 +298,9 @@ def markdown(data: dict) -> str:
         )
     times = [r["seconds"] / 60 for r in seeds.values()]
     lines += [
-        f"- Training took {min(times):.0f} to {max(times):.0f} minutes per seed.",
+        f"- Training took {min(times):.0f} to {max(times):.0f} minutes per seed."
+        if len(times) > 1
+        else f"- Training took {times[0]:.0f} minutes.",
         "",
         provenance(data),
     ]
