@@ -206,6 +206,31 @@ def test_convex_hull_data_rows():
         assert row[k] == 8 and (row[k + 1 :] == PAD).all()
 
 
+def test_convex_hull_data_labels_every_size_as_qhull_does():
+    """The batched edge test gives Qhull's rows, small and large sets, several chunks."""
+    generator = torch.Generator().manual_seed(9)
+    for n, batch in [(3, 200), (5, 300), (10, 300), (20, 200), (50, 40)]:
+        points, targets = convex_hull_data(batch, n, generator)
+        for xy, row in zip(points, targets, strict=True):
+            hull = convex_hull_indices(xy.double().numpy())
+            k = len(hull)
+            np.testing.assert_array_equal(row[:k].numpy(), hull)
+            assert row[k] == n and (row[k + 1 :] == PAD).all()
+
+
+def test_convex_hull_data_leaves_collinear_points_to_qhull():
+    from attnlab.tasks.geometry import _hull_rows
+
+    # a point in the middle of the bottom edge: no edge has all others strictly left
+    square = torch.tensor([[[0.0, 0.0], [0.5, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]])
+    _, labelled = _hull_rows(square)
+    assert not labelled.any()
+    _, labelled = _hull_rows(square[:, [0, 2, 3, 4]])
+    assert labelled.all()
+    with pytest.raises(ValueError, match="at least 3"):
+        convex_hull_data(2, 2, torch.Generator().manual_seed(0))
+
+
 def test_polygon_area_and_simplicity_by_hand():
     square = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
     assert polygon_area(square) == pytest.approx(1.0)

@@ -115,15 +115,75 @@ def convex_hull_data(
 
     Returns ``points (batch, n, 2)`` and ``targets (batch, n + 1)``: each row is the
     hull (see :func:`convex_hull_indices`), then the end marker ``n``, then ``PAD =
-    -1``.
+    -1``. The rows are those of :func:`convex_hull_indices`, found for the whole
+    batch at once by :func:`_hull_edges` (Qhull labels a set that test cannot).
     """
+    if n < 3:
+        raise ValueError(f"a convex hull needs at least 3 points, got n = {n}")
     points = torch.rand(batch, n, 2, generator=generator)
     targets = torch.full((batch, n + 1), PAD, dtype=torch.long)
-    for b, xy in enumerate(points.double().numpy()):
-        hull = convex_hull_indices(xy)
-        targets[b, : len(hull)] = torch.from_numpy(hull)
-        targets[b, len(hull)] = n
+    chunk = max(1, _CROSSINGS_PER_CHUNK // n**3)
+    for start in range(0, batch, chunk):
+        rows = slice(start, start + chunk)
+        targets[rows], labelled = _hull_rows(points[rows])
+        for b in (~labelled).nonzero().flatten().tolist():  # collinear points
+            hull = convex_hull_indices(points[start + b].double().numpy())
+            targets[start + b] = PAD
+            targets[start + b, : len(hull)] = torch.from_numpy(hull)
+            targets[start + b, len(hull)] = n
     return points, targets
+
+
+_CROSSINGS_PER_CHUNK = 2_000_000  # entries of one chunk's (b, n, n, n) test (16 MB)
+
+
+def _hull_edges(points: torch.Tensor) -> torch.Tensor:
+    """The counter-clockwise hull edges of ``points (batch, n, 2)``: ``(batch, n,
+    n)`` bool, True at ``[b, i, j]`` when every other point lies strictly to the left
+    of the line from point i to point j."""
+    p = points.double()
+    d = p.unsqueeze(1) - p.unsqueeze(2)  # d[b, i, j] = p_j - p_i
+    # cross[b, i, j, k] = (p_j - p_i) x (p_k - p_i): positive where k is left of i->j
+    dx, dy = d[..., 0], d[..., 1]
+    cross = dx.unsqueeze(3) * dy.unsqueeze(2) - dy.unsqueeze(3) * dx.unsqueeze(2)
+    n = points.shape[1]
+    index = torch.arange(n)
+    ends = (index.view(n, 1, 1) == index.view(1, 1, n)) | (
+        index.view(1, n, 1) == index.view(1, 1, n)
+    )  # k is i or j
+    different = index.view(n, 1) != index.view(1, n)
+    return ((cross > 0) | ends).all(dim=-1) & different
+
+
+def _hull_rows(points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of :func:`convex_hull_data` for ``points (batch, n, 2)``, and
+    ``(batch,)`` True where the edges close one polygon (False for collinear
+    points)."""
+    n = points.shape[1]
+    edges = _hull_edges(points)
+    out_degree, in_degree = edges.sum(dim=2), edges.sum(dim=1)
+    size = out_degree.sum(dim=1)  # the number of hull vertices
+    following = edges.long().argmax(dim=2)  # (batch, n): the next vertex
+    first = (out_degree > 0).long().argmax(dim=1)  # the vertex with the lowest index
+    walk = [first]
+    for _ in range(n):
+        walk.append(following.gather(1, walk[-1].unsqueeze(1)).squeeze(1))
+    walk = torch.stack(walk, dim=1)  # (batch, n + 1)
+    step = torch.arange(n + 1)
+    closes = walk.gather(1, size.clamp(max=n).unsqueeze(1)).squeeze(1) == first
+    returns_early = (
+        (walk == first.unsqueeze(1)) & (step > 0) & (step < size.unsqueeze(1))
+    ).any(dim=1)
+    labelled = (
+        (out_degree <= 1).all(dim=1)
+        & (in_degree == out_degree).all(dim=1)
+        & (size >= 3)
+        & closes
+        & ~returns_early
+    )
+    rows = torch.where(step < size.unsqueeze(1), walk, PAD)
+    rows = torch.where(step == size.unsqueeze(1), n, rows)
+    return rows, labelled
 
 
 def hull_sequence(row: object, n: int) -> np.ndarray:
