@@ -17,8 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_LIMIT = 4000
-# Chapter 9 teaches a whole machine (content and location addressing, reading, writing, a controller).
-LIMITS = {"09_neural_turing_machines": 4700}
+# Chapter 8 teaches the whole Transformer and tests it against RNNs over seeds and beyond its training lengths;
+# chapter 9 teaches a whole machine (content and location addressing, reading, writing, a controller).
+LIMITS = {"08_transformer": 4700, "09_neural_turing_machines": 4700}
 
 FENCE = re.compile(r"^(`{3,}|:{3,})(\{[\w-]+\})?([^\n]*)$(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
 NOT_WORDS = re.compile(

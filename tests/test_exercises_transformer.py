@@ -6,9 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-from attnlab import transformer
+from attnlab import alibi, transformer
 from attnlab.exercises import (
     ExerciseError,
+    check_alibi_bias,
     check_causal_mask,
     check_learned_positions,
     check_norm_experiment,
@@ -293,3 +294,77 @@ def test_wrong_solution_cells_are_rejected_by_their_check_cell(label):
     exec(WRONG[label], namespace)
     with pytest.raises(ExerciseError):
         exec(nb.cells[exercise.check].source, namespace)
+
+
+# --- ALiBi's bias ------------------------------------------------------------------------------------------------
+
+
+def good_alibi(n_heads, length, causal, dtype=torch.float32):
+    slopes = 2.0 ** (-8.0 * torch.arange(1, n_heads + 1, dtype=dtype) / n_heads)
+    i = torch.arange(length, dtype=dtype)
+    bias = -slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
+    if causal:
+        bias = bias.masked_fill(i[None, :] > i[:, None], -math.inf)
+    return bias
+
+
+def loop_alibi(n_heads, length, causal):
+    """float64 lists, a large negative number instead of -inf"""
+    return torch.tensor([
+        [[-1e9 if causal and j > i else -(2 ** (-8 * h / n_heads)) * abs(i - j) for j in range(length)]
+         for i in range(length)]
+        for h in range(1, n_heads + 1)
+    ], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("seed", [0, 5, None])
+@pytest.mark.parametrize("answer", [
+    good_alibi, loop_alibi, lambda n, t, c: good_alibi(n, t, c, torch.float64).numpy(),
+], ids=["torch", "loop-float64", "numpy"])
+def test_alibi_bias_accepts_right_answers(answer, seed, capsys):
+    check_alibi_bias(answer, seed=seed)
+    assert "passed" in capsys.readouterr().out
+
+
+def with_slopes(slopes_of, n_heads, length, causal):
+    i = torch.arange(length, dtype=torch.float32)
+    bias = -slopes_of(n_heads)[:, None, None] * (i[:, None] - i[None, :]).abs()
+    return bias.masked_fill(i[None, :] > i[:, None], -math.inf) if causal else bias
+
+
+def geometric(n):
+    return 2.0 ** (-8.0 * torch.arange(1, n + 1) / n)
+
+
+@pytest.mark.parametrize(("wrong", "message"), [
+    (lambda n, t, c: -good_alibi(n, t, False) if not c else good_alibi(n, t, c).neg().masked_fill(
+        torch.ones(t, t, dtype=torch.bool).triu(1), -math.inf), "must be subtracted"),
+    (lambda n, t, c: good_alibi(n, t, c).transpose(1, 2), "hides the past"),
+    (lambda n, t, c: good_alibi(n, t, False), "see the keys after it"),
+    (lambda n, t, c: -geometric(n)[:, None, None] * (torch.arange(t)[:, None] - torch.arange(t)[None, :]).float()
+     if not c else good_alibi(n, t, c), "use the distance"),
+    (lambda n, t, c: with_slopes(lambda k: torch.full((k,), 2.0 ** (-8.0 / k)), n, t, c), "same slope"),
+    (lambda n, t, c: with_slopes(lambda k: geometric(k).flip(0), n, t, c), "reverse order"),
+    (lambda n, t, c: with_slopes(lambda k: 2.0 ** (-8.0 * torch.arange(k) / k), n, t, c), "counted from 0"),
+    (lambda n, t, c: with_slopes(lambda k: 2.0 ** -torch.arange(1.0, k + 1), n, t, c), "halve"),
+    (lambda n, t, c: good_alibi(n, t, c)[:, :, :-1], "shape"),
+    (lambda n, t, c: good_alibi(n, t, c) * 0, "wrong for"),
+], ids=["sign", "past-hidden", "no-causal-mask", "no-abs", "one-slope", "reversed", "from-zero", "halving",
+        "shape", "zeros"])
+def test_alibi_bias_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_alibi_bias(wrong)
+
+
+def test_alibi_bias_rejects_the_library_and_stubs():
+    def library(n_heads, length, causal):
+        return alibi.alibi_bias(alibi.alibi_slopes(n_heads), length, length, causal=causal)
+
+    with pytest.raises(ExerciseError, match="library's own version"):
+        check_alibi_bias(library)
+
+    def stub(n_heads, length, causal):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseError, match="not implemented yet"):
+        check_alibi_bias(stub)

@@ -262,7 +262,7 @@ def test_model_rejects_bad_decoding_arguments():
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
-@pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned", "alibi"])
 def test_greedy_decoding_equals_teacher_forcing_on_its_own_output(
     norm_first, positions
 ):
@@ -467,7 +467,7 @@ def test_decoder_layer_step_equals_the_full_causal_pass(norm_first):
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
-@pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned", "alibi"])
 def test_cached_and_uncached_greedy_decoding_agree(norm_first, positions):
     model = small_model(norm_first, positions)
     src, mask = source_batch([5, 3, 1, 4])  # sources of different lengths, padded
@@ -497,7 +497,7 @@ def test_cached_and_uncached_greedy_decoding_agree(norm_first, positions):
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
-@pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned", "alibi"])
 def test_cached_steps_equal_teacher_forcing_on_the_same_prefix(
     norm_first, positions
 ):
@@ -608,10 +608,10 @@ def test_a_cached_step_feeds_one_query_and_all_keys_so_far_to_the_self_attention
     seen = []
     inner = transformer.attend_projected
 
-    def recording(attention_module, query, keys, values, key_padding_mask=None):
+    def recording(attention_module, query, keys, values, key_padding_mask=None, **kw):
         if any(attention_module is layer.self_attention for layer in decoder.layers):
             seen.append((tuple(query.shape), tuple(keys.shape)))
-        return inner(attention_module, query, keys, values, key_padding_mask)
+        return inner(attention_module, query, keys, values, key_padding_mask, **kw)
 
     monkeypatch.setattr(transformer, "attend_projected", recording)
     projected = []

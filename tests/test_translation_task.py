@@ -28,6 +28,8 @@ from attnlab.tasks.translation import (
     LEXICON,
     WORD_CLASS,
     decay_in_second_half,
+    warmup_cosine,
+    warmup_inverse_sqrt,
 )
 
 
@@ -110,7 +112,7 @@ def test_reversed_clause_matches_a_brute_force_reading():
             assert target[start + 1:end] == expected
 
 
-@pytest.mark.parametrize("length", range(5, 61))
+@pytest.mark.parametrize("length", range(5, 81))
 def test_random_sentence_has_the_exact_length_and_grammar(length):
     rng = random.Random(length)
     for _ in range(20):
@@ -127,9 +129,9 @@ def test_random_sentence_has_the_exact_length_and_grammar(length):
         assert classes.count("verb") == n_clauses
 
 
-@pytest.mark.parametrize("length", [4, 61, 0])
+@pytest.mark.parametrize("length", [4, 81, 0])
 def test_random_sentence_rejects_lengths_outside_5_to_60(length):
-    with pytest.raises(ValueError, match="between 5 and 60"):
+    with pytest.raises(ValueError, match="between 5 and 80"):
         random_sentence(length, random.Random(0))
 
 
@@ -240,6 +242,31 @@ def test_translation_loss_is_the_cross_entropy_over_real_target_words():
     log_probs = torch.log_softmax(logits, -1).gather(-1, batch.tgt[..., None])[..., 0]
     expected = -(log_probs * batch.tgt_mask).sum() / batch.tgt_mask.sum()
     torch.testing.assert_close(translation_loss(model, batch), expected)
+
+
+def test_label_smoothing_mixes_the_target_with_the_uniform_distribution():
+    torch.manual_seed(0)
+    model = translation_model(hidden_size=16, embed_size=8, attention_size=8)
+    batch = make_batch(sample_examples(4, 5, 8, seed=0))
+    logits = model(batch.src, batch.src_mask, batch.tgt).logits
+    log_probs = torch.log_softmax(logits, -1)
+    smoothing = 0.1
+    per_word = -(1 - smoothing) * log_probs.gather(-1, batch.tgt[..., None])[..., 0] - smoothing * log_probs.mean(-1)
+    expected = (per_word * batch.tgt_mask).sum() / batch.tgt_mask.sum()
+    torch.testing.assert_close(translation_loss(model, batch, label_smoothing=smoothing), expected)
+    torch.testing.assert_close(translation_loss(model, batch, label_smoothing=0.0), translation_loss(model, batch))
+
+
+def test_warmup_schedules():
+    inverse = warmup_inverse_sqrt(100)
+    assert inverse(0) == pytest.approx(0.01) and inverse(49) == pytest.approx(0.5)
+    assert inverse(99) == pytest.approx(1.0) and inverse(399) == pytest.approx(0.5)
+    cosine = warmup_cosine(1100, 100)
+    assert cosine(0) == pytest.approx(0.01) and cosine(99) == pytest.approx(1.0)
+    assert cosine(100) == pytest.approx(1.0) and cosine(600) == pytest.approx(0.5) and cosine(1100) == pytest.approx(0.0)
+    assert all(cosine(s) >= cosine(s + 1) for s in range(100, 1200))
+    with pytest.raises(ValueError, match="warmup must be < steps = 100, got 100"):
+        warmup_cosine(100, 100)
 
 
 def test_decay_in_second_half():

@@ -29,6 +29,7 @@ from attnlab._validate import (
     check_tensor,
     shape_of,
 )
+from attnlab.alibi import check_bias
 from attnlab.attention import Score, attend, dot_score, scaled_dot_score
 from attnlab.seq2seq import Encoded, check_source
 
@@ -128,6 +129,19 @@ class ProjectedAttention(nn.Module):
         )
 
 
+def biased_score(bias: torch.Tensor | None, n_heads: int) -> Score:
+    """:func:`scaled_dot_score` plus ``bias (n_heads, Tq, Tk)`` (``None``: no bias),
+    for queries and keys split into heads, ``(B, n_heads, T, d_head)``."""
+    if bias is None:
+        return scaled_dot_score
+
+    def score(query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        check_bias(bias, n_heads, query.shape[-2], keys.shape[-2])
+        return scaled_dot_score(query, keys) + bias.to(query)
+
+    return score
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention (Vaswani et al., 2017), batch-first,
     with the layout of ``torch.nn.MultiheadAttention``.
@@ -151,6 +165,8 @@ class MultiHeadAttention(nn.Module):
     :func:`~attnlab.attention.causal_mask`). To give torch the same masks, pass
     ``~key_padding_mask`` and ``~attn_mask``. A query that may attend to no key gets
     zero weights and output ``W^O``'s bias (torch returns NaN there).
+    ``attn_bias (n_heads, Tq, Tk)``, a float tensor, is added to every head's scores
+    before the softmax (relative positions, :mod:`attnlab.alibi`).
     """
 
     def __init__(self, d_model: int, n_heads: int, *, bias: bool = True) -> None:
@@ -236,6 +252,7 @@ class MultiHeadAttention(nn.Module):
         key_padding_mask: torch.Tensor | None = None,
         attn_mask: torch.Tensor | None = None,
         average_attn_weights: bool = True,
+        attn_bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         for name, x, layout in [
             ("query", query, "(batch, Tq, d_model)"),
@@ -261,7 +278,7 @@ class MultiHeadAttention(nn.Module):
             ]
         )
         context, weights = attend(
-            q, k, v, score=scaled_dot_score, mask=mask
+            q, k, v, score=biased_score(attn_bias, self.n_heads), mask=mask
         )  # (B, h, Tq, d_head), (B, h, Tq, Tk)
         output = self.out_proj(self.merge_heads(context))
         return output, weights.mean(1) if average_attn_weights else weights

@@ -40,8 +40,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlab._validate import check_ndim, check_positive, shape_of
-from attnlab.attention import attend, causal_mask, scaled_dot_score
-from attnlab.selfattention import MultiHeadAttention, sinusoidal_positions
+from attnlab.alibi import alibi_bias, alibi_slopes
+from attnlab.attention import attend, causal_mask
+from attnlab.selfattention import (
+    MultiHeadAttention,
+    biased_score,
+    sinusoidal_positions,
+)
 from attnlab.seq2seq import (
     DecoderBase,
     DecodeResult,
@@ -101,19 +106,22 @@ def attend_projected(
     keys: torch.Tensor,
     values: torch.Tensor,
     key_padding_mask: torch.Tensor | None = None,
+    attn_bias: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``attention(query, ., .)`` with keys and values projected beforehand (by
     :func:`project_keys_values`).
 
     ``query (B, Tq, d_model)``, ``keys`` and ``values (B, n_heads, Tk, d_head)``,
-    ``key_padding_mask (B, Tk)`` (``True`` = real key). Returns ``(output (B, Tq,
-    d_model), weights (B, n_heads, Tq, Tk))``: the computation of
+    ``key_padding_mask (B, Tk)`` (``True`` = real key), ``attn_bias (n_heads, Tq,
+    Tk)`` added to the scores. Returns ``(output (B, Tq, d_model), weights (B,
+    n_heads, Tq, Tk))``: the computation of
     :class:`~attnlab.selfattention.MultiHeadAttention` without projecting the keys.
     """
     batch, tq, tk = query.shape[0], query.shape[1], keys.shape[2]
     mask = attention.combined_mask(batch, tq, tk, key_padding_mask, None)
     q = attention.split_heads(attention.query_proj(query))  # (B, h, Tq, d_head)
-    context, weights = attend(q, keys, values, score=scaled_dot_score, mask=mask)
+    score = biased_score(attn_bias, attention.n_heads)
+    context, weights = attend(q, keys, values, score=score, mask=mask)
     return attention.out_proj(attention.merge_heads(context)), weights
 
 
@@ -153,7 +161,8 @@ class EncoderLayer(nn.Module):
     with ``n = norm1(x)``, ``x <- x + FFN(norm2(x))``.
 
     ``forward(x (B, T, d_model), key_padding_mask (B, T) = None, attn_mask (T, T) =
-    None)`` returns ``(x (B, T, d_model), weights (B, n_heads, T, T))``.
+    None, attn_bias (n_heads, T, T) = None)`` returns ``(x (B, T, d_model), weights
+    (B, n_heads, T, T))``; ``attn_bias`` is added to the scores (relative positions).
     """
 
     def __init__(
@@ -170,6 +179,7 @@ class EncoderLayer(nn.Module):
         x: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,
         attn_mask: torch.Tensor | None = None,
+        attn_bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         _check_input("x", x, self.d_model, "(batch, T, d_model)")
 
@@ -181,6 +191,7 @@ class EncoderLayer(nn.Module):
                 key_padding_mask=key_padding_mask,
                 attn_mask=attn_mask,
                 average_attn_weights=False,
+                attn_bias=attn_bias,
             )
 
         if self.norm_first:
@@ -232,6 +243,7 @@ class DecoderLayer(nn.Module):
     uses ``[past; x]`` as keys and values (``T' = t + T``, ``tgt_mask`` ``(T, t +
     T)``), projecting all of them again. :meth:`step` decodes one position from a
     cache of projected keys and values instead (:meth:`init_cache`).
+    ``self_attn_bias (n_heads, T, T')`` is added to the self-attention's scores.
     """
 
     def __init__(
@@ -255,6 +267,7 @@ class DecoderLayer(nn.Module):
         tgt_mask: torch.Tensor | None = None,
         memory_key_padding_mask: torch.Tensor | None = None,
         past: torch.Tensor | None = None,
+        self_attn_bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         _check_input("x", x, self.d_model, "(batch, T, d_model)")
         _check_input("memory", memory, self.d_model, "(batch, S, d_model)")
@@ -277,7 +290,12 @@ class DecoderLayer(nn.Module):
             h: torch.Tensor, c: torch.Tensor
         ) -> tuple[torch.Tensor, torch.Tensor]:
             return self.self_attention(
-                h, c, c, attn_mask=tgt_mask, average_attn_weights=False
+                h,
+                c,
+                c,
+                attn_mask=tgt_mask,
+                average_attn_weights=False,
+                attn_bias=self_attn_bias,
             )
 
         def cross_attend(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -326,6 +344,7 @@ class DecoderLayer(nn.Module):
         x: torch.Tensor,
         cache: dict[str, torch.Tensor],
         memory_key_padding_mask: torch.Tensor | None = None,
+        self_attn_bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
         """One new position ``x (B, 1, d_model)`` after the ``t`` positions of
         ``cache`` (from :meth:`init_cache`).
@@ -335,7 +354,8 @@ class DecoderLayer(nn.Module):
         are all in the past) and over the cached memory keys. Returns ``(x (B, 1,
         d_model), cache with keys and values (B, n_heads, t + 1, d_head),
         cross_weights (B, n_heads, 1, S))``, what :meth:`forward` gives at position
-        ``t`` under the causal mask.
+        ``t`` under the causal mask. ``self_attn_bias (n_heads, 1, t + 1)`` is added
+        to the self-attention's scores.
         """
         _check_input("x", x, self.d_model, "(batch, 1, d_model)")
         if x.shape[1] != 1 or x.shape[0] != cache["keys"].shape[0]:
@@ -349,7 +369,9 @@ class DecoderLayer(nn.Module):
             key, value = project_keys_values(self.self_attention, h)
             keys = torch.cat([cache["keys"], key], dim=2)
             values = torch.cat([cache["values"], value], dim=2)
-            mixed, _ = attend_projected(self.self_attention, h, keys, values)
+            mixed, _ = attend_projected(
+                self.self_attention, h, keys, values, attn_bias=self_attn_bias
+            )
             return mixed, {**cache, "keys": keys, "values": values}
 
         def cross_attend(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -423,12 +445,12 @@ class LearnedPositions(nn.Module):
         return self.weight[:length]
 
 
-POSITIONS = ("sinusoidal", "learned", "none")
+POSITIONS = ("sinusoidal", "learned", "alibi", "none")
 
 
 class _Embedding(nn.Module):
     """Word embedding times ``sqrt(d_model)`` plus positions (sinusoidal, learned or
-    none), from ``offset`` on."""
+    none; ALiBi adds none here but biases the scores), from ``offset`` on."""
 
     def __init__(
         self,
@@ -470,6 +492,9 @@ class TransformerEncoder(nn.Module):
     """Embedding (times ``sqrt(d_model)``) plus positions, then ``n_layers``
     :class:`EncoderLayer`.
 
+    With ``positions="alibi"`` no position is added to the embeddings; every
+    self-attention subtracts ``m_h |i - j|`` from its scores (:mod:`attnlab.alibi`).
+
     ``forward(src (B, S), src_mask (B, S)) -> Encoded`` like the recurrent encoder:
     ``states (B, S, d_model)`` (zero at padding; after a final layer normalisation in
     the pre-norm order), ``final (B, d_model)`` the mean of the states over the real
@@ -493,6 +518,7 @@ class TransformerEncoder(nn.Module):
         super().__init__()
         check_positive("n_layers", n_layers)
         self.d_model, self.output_size = d_model, d_model
+        self.n_heads, self.positions = n_heads, positions
         self.embed = _Embedding(vocab_size, d_model, positions, max_len, pad_id)
         self.layers = nn.ModuleList(
             EncoderLayer(
@@ -506,9 +532,13 @@ class TransformerEncoder(nn.Module):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> Encoded:
         lengths = check_source(src, src_mask)
         x = self.embed(src)
+        bias = None
+        if self.positions == "alibi":  # -m_h |i - j| between source positions
+            slopes, length = alibi_slopes(self.n_heads), x.shape[1]
+            bias = alibi_bias(slopes, length, length, causal=False)
         self.last_weights = []
         for layer in self.layers:
-            x, weights = layer(x, key_padding_mask=src_mask)
+            x, weights = layer(x, key_padding_mask=src_mask, attn_bias=bias)
             self.last_weights.append(weights.detach())
         states = self.final_norm(x).masked_fill(~src_mask[..., None], 0.0)
         return Encoded(states, states.sum(1) / lengths[:, None].to(states), src_mask)
@@ -536,7 +566,9 @@ class TransformerDecoder(DecoderBase):
     (teacher forcing in one pass). Without them, :meth:`decode_step` adds one
     position at a time from a key/value cache (:meth:`decode_init`), so a step
     projects one position, not the whole prefix; :meth:`step_uncached` is the
-    reference that re-runs the prefix. ``shown_head = (layer, head)`` picks the
+    reference that re-runs the prefix. With ``positions="alibi"`` the masked
+    self-attention subtracts ``m_h (i - j)`` from its scores; the cross-attention has
+    no position bias. ``shown_head = (layer, head)`` picks the
     cross-attention map returned as ``weights``; ``None`` averages the heads of the
     last layer.
     """
@@ -558,7 +590,7 @@ class TransformerDecoder(DecoderBase):
     ) -> None:
         super().__init__(vocab_size, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
         check_positive("n_layers", n_layers)
-        self.d_model, self.n_heads = d_model, n_heads
+        self.d_model, self.n_heads, self.positions = d_model, n_heads, positions
         self.embed = _Embedding(vocab_size, d_model, positions, max_len, pad_id)
         self.layers = nn.ModuleList(
             DecoderLayer(
@@ -604,13 +636,28 @@ class TransformerDecoder(DecoderBase):
         """
         position = state["cache"][0]["keys"].shape[2]  # the number of words read
         h = self.embed(x[:, None], offset=position)  # (B, 1, d_model)
+        bias = self._self_bias(1, position + 1, position)
         cache, cross = [], []
         for layer, layer_cache in zip(self.layers, state["cache"], strict=True):
-            h, layer_cache, weights = layer.step(h, layer_cache, state["mask"])
+            h, layer_cache, weights = layer.step(
+                h, layer_cache, state["mask"], self_attn_bias=bias
+            )
             cache.append(layer_cache)
             cross.append(weights[:, :, 0])
         logits = self.out(self.final_norm(h))[:, 0]
         return logits, {**state, "cache": tuple(cache)}, cross
+
+    def _self_bias(
+        self, n_queries: int, n_keys: int, offset: int = 0
+    ) -> torch.Tensor | None:
+        """The masked self-attention's ALiBi bias ``(n_heads, n_queries, n_keys)``
+        (``None`` with other positions)."""
+        if self.positions != "alibi":
+            return None
+        slopes = alibi_slopes(self.n_heads)
+        return alibi_bias(
+            slopes, n_queries, n_keys, causal=True, query_offset=offset
+        )
 
     def step_uncached(
         self, encoded: Encoded, previous: torch.Tensor
@@ -663,6 +710,7 @@ class TransformerDecoder(DecoderBase):
         )
         h = self.embed(previous)
         mask = causal_mask(targets.shape[1], device=h.device)
+        bias = self._self_bias(targets.shape[1], targets.shape[1])
         cross = []
         for layer in self.layers:
             h, _, weights = layer(
@@ -670,6 +718,7 @@ class TransformerDecoder(DecoderBase):
                 encoded.states,
                 tgt_mask=mask,
                 memory_key_padding_mask=encoded.mask,
+                self_attn_bias=bias,
             )
             cross.append(weights)
         logits = self.out(self.final_norm(h))
@@ -723,7 +772,8 @@ class Transformer(Seq2Seq):
     ``n_layers`` encoder and decoder layers of width ``d_model`` with ``n_heads``
     heads and ``d_ff`` hidden units in the feed-forward networks (default ``4
     d_model``); ``norm_first`` selects the pre-norm order; ``positions`` is
-    ``"sinusoidal"``, ``"learned"`` (up to ``max_len`` positions) or ``"none"``.
+    ``"sinusoidal"``, ``"learned"`` (up to ``max_len`` positions), ``"alibi"``
+    (linear biases on the self-attention scores, :mod:`attnlab.alibi`) or ``"none"``.
     ``model(src, src_mask, targets)`` returns a :class:`TransformerDecodeResult` with
     the cross-attention of every layer and head.
     """

@@ -44,4 +44,16 @@ def my_add_positions(x: torch.Tensor) -> torch.Tensor:
             raise ValueError(f"length {length} exceeds max_len = {self.max_len}")
         return self.table[:length].detach()  # no gradient: never learns
         ### END SOLUTION''',
+    "ex-tf-alibi": r'''def my_alibi_bias(n_heads: int, length: int, causal: bool) -> torch.Tensor:
+    """(n_heads, length, length): -m_h |i - j|; -inf after the query if causal."""
+    ### BEGIN SOLUTION
+    heads = torch.arange(1, n_heads + 1, dtype=torch.float32)
+    slopes = 2.0 ** (-8.0 * heads / n_heads)  # (n_heads,)
+    positions = torch.arange(length, dtype=torch.float32)
+    distance = positions[:, None] - positions[None, :]  # i - j
+    bias = slopes[:, None, None] * distance.abs()  # the sign: a reward for distance
+    if causal:
+        bias = bias.masked_fill(distance < 0, float("-inf"))
+    return bias
+    ### END SOLUTION''',
 }

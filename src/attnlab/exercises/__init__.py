@@ -60,6 +60,7 @@ from attnlab.exercises.seq2seq import (
     check_teacher_forcing,
 )
 from attnlab.exercises.transformer import (
+    check_alibi_bias,
     check_causal_mask,
     check_learned_positions,
     check_norm_experiment,
@@ -119,6 +120,7 @@ __all__ += [
     "check_straight_through",
 ]
 __all__ += [
+    "check_alibi_bias",
     "check_causal_mask",
     "check_learned_positions",
     "check_norm_experiment",

@@ -1,17 +1,19 @@
 """Checks for the chapter "From attention to the Transformer": the causal mask,
-positional encodings, and the pre-norm vs post-norm experiment."""
+positional encodings, ALiBi's bias, and the pre-norm vs post-norm experiment."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-from attnlab import transformer
+from attnlab import alibi, transformer
 from attnlab.exercises._checking import (
     ExerciseError,
+    as_tensor,
     call,
     exercise_check,
     expect_close,
@@ -357,3 +359,127 @@ def check_norm_experiment(
             f" {other:.3f}"
         )
     passed(name, 4)
+
+
+def _alibi_reference(
+    n_heads: int, length: int, causal: bool, **mistake
+) -> torch.Tensor:
+    """The ``(n_heads, length, length)`` ALiBi bias and its typical mistakes, in
+    float64, for the messages of :func:`check_alibi_bias`."""
+    h = torch.arange(1, n_heads + 1, dtype=torch.float64)
+    if mistake.get("from_zero"):
+        h = h - 1
+    slopes = 2.0 ** (-8.0 * h / n_heads)
+    if mistake.get("halving"):
+        slopes = 2.0**-h
+    if mistake.get("one_slope"):
+        slopes = torch.full_like(slopes, slopes[0].item())
+    if mistake.get("reversed"):
+        slopes = slopes.flip(0)
+    i = torch.arange(length, dtype=torch.float64)
+    distance = i[:, None] - i[None, :]  # query i minus key j
+    size = distance if mistake.get("no_abs") else distance.abs()
+    bias = -slopes[:, None, None] * size
+    if mistake.get("sign"):
+        bias = -bias
+    if causal:
+        hidden = distance > 0 if mistake.get("past_hidden") else distance < 0
+        bias = bias.masked_fill(hidden, -torch.inf)
+    return bias
+
+
+@exercise_check(alibi.alibi_bias, alibi.alibi_slopes)
+def check_alibi_bias(alibi_bias: Callable, seed: int | None = 0) -> None:
+    """Check ``alibi_bias(n_heads, length, causal) -> (n_heads, length, length)``:
+    ``-m_h |i - j|`` with ``m_h = 2^{-8 h / n_heads}``, and ``-inf`` (or any value
+    below -10^4) after the query when ``causal``."""
+    name = "alibi_bias"
+    gen = generator(seed)
+    cases = [
+        (2, 5, False),
+        (4, _randint(gen, 5, 9), True),
+        (8, 6, False),
+        (1, 3, True),
+    ]
+    mistakes = [
+        (
+            "sign",
+            "your bias is positive: it must be subtracted, -m_h |i - j|, so that"
+            " distant keys score LOWER (a penalty that grows with the distance)",
+        ),
+        (
+            "no_abs",
+            "keys after the query get a positive bias: use the distance"
+            " |i - j|, so that a key is penalised the same on either side",
+        ),
+        (
+            "past_hidden",
+            "your causal bias hides the past and shows the future: the"
+            " keys AFTER the query (j > i) get -inf, those before keep -m_h (i - j)",
+        ),
+        (
+            "one_slope",
+            "every head has the same slope: head h (from 1) has its own"
+            " slope m_h = 2^(-8 h / n_heads), a geometric sequence",
+        ),
+        (
+            "reversed",
+            "the slopes are in reverse order: head 1 has the LARGEST slope,"
+            " 2^(-8 / n_heads), and the last head the smallest, 2^(-8) = 1/256",
+        ),
+        (
+            "from_zero",
+            "the heads are counted from 0: with h = 1 .. n_heads the first"
+            " slope is 2^(-8 / n_heads), not 1",
+        ),
+        (
+            "halving",
+            "the slopes halve from head to head whatever the number of heads:"
+            " the ratio is 2^(-8 / n_heads), so that the last head's slope is always"
+            " 2^(-8)",
+        ),
+    ]
+    for n_heads, length, causal in cases:
+        what = f"for n_heads = {n_heads}, length = {length}, causal = {causal}"
+        out = call(alibi_bias, name, n_heads, length, causal)
+        if not isinstance(out, torch.Tensor | np.ndarray):
+            raise ExerciseError(
+                f"{name} must return a torch.Tensor, got {type(out).__name__}"
+            )
+        bias = as_tensor(name, out, torch.float64)
+        if tuple(bias.shape) != (n_heads, length, length):
+            raise ExerciseError(
+                f"{name} returned shape {tuple(bias.shape)} {what}, expected"
+                f" (n_heads, length, length) = {(n_heads, length, length)}"
+            )
+        if bias.isnan().any():
+            raise ExerciseError(f"{name} returned NaN {what}")
+        future = torch.ones(length, length, dtype=torch.bool).triu(1)
+        if causal and (bias[:, future] > -1e4).any():
+            shown = _alibi_reference(n_heads, length, causal, past_hidden=True)
+            if torch.equal(bias.isinf(), shown.isinf()):
+                raise ExerciseError(mistakes[2][1])
+            raise ExerciseError(
+                f"{name} lets a query see the keys after it {what}: with causal ="
+                " True those entries (j > i) must be -inf"
+            )
+        seen = ~future if causal else torch.ones_like(future)
+        if not torch.isfinite(bias[:, seen]).all():
+            raise ExerciseError(
+                f"{name} returned infinite values at keys a query may see {what}:"
+                " only the keys after the query (causal) are -inf"
+            )
+        expected = _alibi_reference(n_heads, length, causal)
+        if torch.allclose(bias[:, seen], expected[:, seen], atol=1e-5, rtol=1e-4):
+            continue
+        for mistake, message in mistakes:
+            wrong = _alibi_reference(n_heads, length, causal, **{mistake: True})
+            if torch.allclose(bias[:, seen], wrong[:, seen], atol=1e-5, rtol=1e-4):
+                raise ExerciseError(message)
+        error = (bias[:, seen] - expected[:, seen]).abs().max().item()
+        raise ExerciseError(
+            f"{name} is wrong {what}: largest difference from the reference is"
+            f" {error:.3g}; entry (h, i, j) is -m_h |i - j| with m_h = 2^(-8 h /"
+            " n_heads), h = 1 .. n_heads"
+        )
+    passed(name, len(cases))

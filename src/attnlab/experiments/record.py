@@ -15,6 +15,7 @@ import os
 import platform
 import shlex
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,11 @@ def save(path: str | Path, data: dict[str, Any]) -> Path:
     return path
 
 
-def load(path: str | Path) -> dict[str, Any]:
+def load(path: str | Path | resources.abc.Traversable) -> dict[str, Any]:
     """Read a record written by :func:`save`; ``ValueError`` if it is not one."""
-    data = json.loads(Path(path).read_text())
+    data = json.loads(
+        (path if hasattr(path, "read_text") else Path(path)).read_text()
+    )
     missing = {"format", "experiment", "command", "date", "results"} - set(data)
     if missing or data["format"] != FORMAT:
         raise ValueError(
@@ -80,6 +83,21 @@ def load(path: str | Path) -> dict[str, Any]:
             f" (missing {sorted(missing)}, format {data.get('format')!r})"
         )
     return data
+
+
+def published(name: str) -> dict[str, Any]:
+    """The course's committed record ``results/NAME.json``, which the package
+    carries as ``attnlab/results/NAME.json`` (so chapters read it in Colab and in
+    grading too)."""
+    bundled = resources.files("attnlab").joinpath("results", f"{name}.json")
+    if not bundled.is_file():
+        names = sorted(
+            f.name.removesuffix(".json")
+            for f in resources.files("attnlab").joinpath("results").iterdir()
+        )
+        raise ValueError(f"no committed record named {name!r}; there are {names}")
+    with resources.as_file(bundled) as path:
+        return load(path)
 
 
 def provenance(data: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ The translation rule (:func:`translate`) has three steps, applied clause by clau
 
 Every target word comes from exactly one source word, so the true alignment is a
 permutation of the source positions: ``alignment[j]`` is the source position of
-target word ``j``. Sentences have 5 to 60 words (any length in between can be
+target word ``j``. Sentences have 5 to 80 words (any length in between can be
 generated exactly); the target is as long as the source.
 
 Batches are batch-first and padded with index 0; the target ends with an
@@ -27,6 +27,7 @@ end-of-sentence token.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -76,6 +77,8 @@ __all__ = [
     "translate_examples",
     "translation_loss",
     "translation_model",
+    "warmup_cosine",
+    "warmup_inverse_sqrt",
 ]
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
@@ -131,7 +134,7 @@ WORD_CLASS: dict[str, str] = {
     src: cls for cls, words in LEXICON.items() for src in words
 }
 _WORDS: dict[str, list[str]] = {cls: list(words) for cls, words in LEXICON.items()}
-MIN_LENGTH, MAX_LENGTH = 5, 60
+MIN_LENGTH, MAX_LENGTH = 5, 80
 #: The source lengths of the paper-style length buckets (inclusive ranges).
 LENGTH_BUCKETS: tuple[tuple[int, int], ...] = (
     (5, 10),
@@ -257,7 +260,7 @@ def _clause_body(n_words: int, rng: random.Random) -> list[str]:
 
 
 def random_sentence(length: int, rng: random.Random) -> list[str]:
-    """A random grammatical source sentence of exactly ``length`` words (5 to 60)."""
+    """A random grammatical source sentence of exactly ``length`` words (5 to 80)."""
     if not MIN_LENGTH <= length <= MAX_LENGTH:
         raise ValueError(
             f"length must be between {MIN_LENGTH} and {MAX_LENGTH}, got {length}"
@@ -540,12 +543,18 @@ def build_model(
     return Seq2Seq(encoder, decoder)
 
 
-def translation_loss(model: Seq2Seq, batch: TranslationBatch) -> torch.Tensor:
+def translation_loss(
+    model: Seq2Seq, batch: TranslationBatch, *, label_smoothing: float = 0.0
+) -> torch.Tensor:
     """Cross-entropy per target word (``<eos>`` included, padding excluded), with
-    teacher forcing."""
+    teacher forcing; ``label_smoothing`` moves that share of the target's probability
+    evenly onto all words (Szegedy et al., 2016; Vaswani et al. use 0.1)."""
     logits = model(batch.src, batch.src_mask, batch.tgt).logits
     return F.cross_entropy(
-        logits.flatten(0, 1), batch.tgt.flatten(), ignore_index=TARGET_VOCAB.pad
+        logits.flatten(0, 1),
+        batch.tgt.flatten(),
+        ignore_index=TARGET_VOCAB.pad,
+        label_smoothing=label_smoothing,
     )
 
 
@@ -562,6 +571,29 @@ def decay_in_second_half(steps: int) -> Callable[[int], float]:
     """A learning-rate factor for ``train``: 1 for the first half of ``steps``, then
     linearly down to 0.1."""
     return lambda step: min(1.0, max(0.1, 2.0 * (1.0 - step / steps)))
+
+
+def warmup_inverse_sqrt(warmup: int) -> Callable[[int], float]:
+    """Vaswani et al.'s schedule as a factor of the peak rate: linear warm-up over
+    ``warmup`` steps, then ``sqrt(warmup / step)``; 1 at step ``warmup``."""
+    check_positive("warmup", warmup)
+    return lambda step: min((step + 1) / warmup, math.sqrt(warmup / (step + 1)))
+
+
+def warmup_cosine(steps: int, warmup: int) -> Callable[[int], float]:
+    """Linear warm-up over ``warmup`` steps, then half a cosine from 1 down to 0 at
+    ``steps``."""
+    check_positive("warmup", warmup)
+    if not warmup < steps:
+        raise ValueError(f"warmup must be < steps = {steps}, got {warmup}")
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        done = min(1.0, (step - warmup) / (steps - warmup))
+        return 0.5 * (1.0 + math.cos(math.pi * done))
+
+    return factor
 
 
 def train_translation(

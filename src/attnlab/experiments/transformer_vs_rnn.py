@@ -1,0 +1,359 @@
+"""``python -m attnlab.experiments transformer-vs-rnn``: RNNenc, RNNsearch and the
+Transformer, each with a recipe chosen on validation data, over seeds; and three
+kinds of positions tested beyond the training lengths.
+
+Everything below is fixed before any model is trained:
+
+* **Data.** Batches of 64 sentences of 5 to 40 words (the run's seed); validation:
+  8 sentences of every length from 5 to 40 (seed 3); test: the chapter's 16
+  sentences of every length from 5 to 60 (seed 1) and 16 of every length from 61 to
+  80 (seed 11), translated greedily.
+* **Budget.** ``--steps`` (2,000) steps for every model, the teacher-forced
+  accuracy on held-out sentences of 31-40 words every 100 steps, the best
+  evaluation's weights kept. Each model's gain over the last fifth of its run says
+  whether it was still improving.
+* **Recipes** (:data:`CANDIDATES`), chosen on seed 0 by the greedy word accuracy on
+  the validation sentences (ties: the first declared): two learning rates for each
+  recurrent model; for the Transformer, the chapter's former recipe (post-norm,
+  constant rate then decay), post-norm with Vaswani et al.'s warm-up and inverse
+  square root, pre-norm with warm-up and cosine decay, and the same with label
+  smoothing 0.1. No dropout: every batch is new, so there is nothing to over-fit.
+* **Seeds** ``0 .. --seeds - 1`` train the chosen recipes, and the chosen
+  Transformer recipe with learned positions and with ALiBi (:mod:`attnlab.alibi`).
+
+``--jobs N`` trains N runs at a time, each in its own process on one thread (the
+results do not depend on N). ``--json PATH`` writes the record from which
+:func:`markdown` makes the tables of the reproducing page and the chapter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from functools import partial
+
+import torch
+
+from attnlab.experiments.record import provenance, record, save
+from attnlab.tasks.translation import (
+    LENGTH_BUCKETS,
+    SOURCE_VOCAB,
+    TARGET_VOCAB,
+    decay_in_second_half,
+    evaluate_translation,
+    examples_per_length,
+    train_translation,
+    translation_loss,
+    translation_model,
+    warmup_cosine,
+    warmup_inverse_sqrt,
+)
+from attnlab.train import seed_everything
+from attnlab.transformer import Transformer
+
+BUCKETS = (*LENGTH_BUCKETS, (61, 70), (71, 80))
+MODELS = ("RNNenc", "RNNsearch", "Transformer")
+POSITIONS = ("sinusoidal", "learned", "alibi")
+# the chapter's Transformer: 2 + 2 layers, width 96, 2 heads
+D_MODEL, HEADS, LAYERS, D_FF = 96, 2, 2, 192
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a model is trained: the peak learning rate, its schedule (``"decay"``:
+    constant, then linearly down to a tenth over the second half; ``"inverse-sqrt"``
+    and ``"cosine"``: warm-up over a tenth of the run first), the layer-norm order
+    (Transformer) and label smoothing."""
+
+    name: str
+    lr: float
+    schedule: str = "decay"
+    norm_first: bool = False
+    label_smoothing: float = 0.0
+
+    def lr_factor(self, steps: int):
+        warmup = max(1, steps // 10)
+        return {
+            "decay": lambda: decay_in_second_half(steps),
+            "inverse-sqrt": lambda: warmup_inverse_sqrt(warmup),
+            "cosine": lambda: warmup_cosine(steps, warmup),
+        }[self.schedule]()
+
+
+CANDIDATES: dict[str, tuple[Recipe, ...]] = {
+    "RNNenc": (Recipe("rate 0.002", 2e-3), Recipe("rate 0.004", 4e-3)),
+    "RNNsearch": (Recipe("rate 0.002", 2e-3), Recipe("rate 0.004", 4e-3)),
+    "Transformer": (
+        Recipe("post-norm, rate 0.004, decay", 4e-3),
+        Recipe("post-norm, warm-up, inverse sqrt", 4e-3, "inverse-sqrt"),
+        Recipe("pre-norm, warm-up, cosine", 4e-3, "cosine", norm_first=True),
+        Recipe(
+            "pre-norm, warm-up, cosine, smoothing 0.1",
+            4e-3,
+            "cosine",
+            norm_first=True,
+            label_smoothing=0.1,
+        ),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    model: str
+    recipe: Recipe
+    seed: int
+    positions: str = "sinusoidal"
+
+
+def build(run: Run) -> torch.nn.Module:
+    if run.model == "Transformer":
+        return Transformer(
+            len(SOURCE_VOCAB),
+            len(TARGET_VOCAB),
+            d_model=D_MODEL,
+            n_heads=HEADS,
+            n_layers=LAYERS,
+            d_ff=D_FF,
+            norm_first=run.recipe.norm_first,
+            positions=run.positions,
+            pad_id=TARGET_VOCAB.pad,
+            bos_id=TARGET_VOCAB.bos,
+            eos_id=TARGET_VOCAB.eos,
+        )
+    return translation_model(attention=run.model == "RNNsearch")
+
+
+def word_accuracy(report) -> float:
+    """The share of reference words translated right, over all sentences."""
+    right = sum(
+        sum(p == r for p, r in zip(prediction, reference, strict=False))
+        for prediction, reference in zip(
+            report.predictions, report.references, strict=True
+        )
+    )
+    return right / sum(len(r) for r in report.references)
+
+
+def train_and_score(run: Run, steps: int, per_length: int, validation: int) -> dict:
+    """Train one run and score it on the validation and test sentences."""
+    torch.set_num_threads(1)
+    seed_everything(run.seed)
+    model = build(run)
+    loss = partial(translation_loss, label_smoothing=run.recipe.label_smoothing)
+    history = train_translation(
+        model,
+        steps,
+        lr=run.recipe.lr,
+        seed=run.seed,
+        eval_every=max(1, min(100, steps // 10)),
+        desc=f"{run.model} {run.positions} {run.recipe.name} seed {run.seed}",
+        loss_fn=loss,
+        lr_factor=run.recipe.lr_factor(steps),
+    )
+    model.eval()
+    checked = examples_per_length(validation, 5, 40, seed=3)
+    test = examples_per_length(per_length, 5, 60, seed=1)
+    test += examples_per_length(per_length, 61, 80, seed=11)
+    _, curve = history.metric("val_accuracy")
+    cut = len(curve) - max(1, len(curve) // 5)
+    return {
+        **asdict(run),
+        "validation_accuracy": word_accuracy(evaluate_translation(model, checked)),
+        "buckets": evaluate_translation(model, test).by_bucket(BUCKETS),
+        "last_fifth_gain": max(curve[cut:]) - max(curve[:cut]) if cut else 0.0,
+        "seconds": history.seconds,
+    }
+
+
+def run_all(runs: list[Run], jobs: int, **settings) -> list[dict]:
+    work = partial(train_and_score, **settings)
+    if jobs == 1:
+        return [work(run) for run in runs]
+    with ProcessPoolExecutor(jobs) as pool:
+        return list(pool.map(work, runs))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlab.experiments transformer-vs-rnn",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 (3)")
+    parser.add_argument("--steps", type=int, default=2000, help="steps per model")
+    parser.add_argument(
+        "--sentences-per-length", type=int, default=16, help="test sentences (16)"
+    )
+    parser.add_argument(
+        "--validation-per-length", type=int, default=8, help="validation (8)"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time (1)")
+    parser.add_argument("--json", metavar="PATH", help="write the results to PATH")
+    args = parser.parse_args(argv)
+    if min(args.seeds, args.steps, args.jobs, args.sentences_per_length) < 1:
+        parser.error("--seeds, --steps, --jobs and the sentence counts must be >= 1")
+    torch.set_num_threads(1)  # as in every run; the record states it
+    settings = {
+        "steps": args.steps,
+        "per_length": args.sentences_per_length,
+        "validation": args.validation_per_length,
+    }
+    # 1. the recipes, chosen on seed 0 by validation accuracy
+    trials = [Run(m, r, 0) for m, recipes in CANDIDATES.items() for r in recipes]
+    selection = run_all(trials, args.jobs, **settings)
+    chosen = {}
+    for model in MODELS:
+        scored = [s for s in selection if s["model"] == model]
+        best = max(scored, key=lambda s: s["validation_accuracy"])  # first of ties
+        chosen[model] = Recipe(**best["recipe"])
+        for s in scored:
+            mark = "  <- chosen" if s is best else ""
+            print(
+                f"{model:>11}, {s['recipe']['name']}: validation word accuracy"
+                f" {s['validation_accuracy']:.3f}{mark}"
+            )
+    # 2. the chosen recipes over seeds (seed 0's runs are those of the selection),
+    # and the Transformer's recipe with other positions
+    runs = [Run(m, chosen[m], seed) for m in MODELS for seed in range(1, args.seeds)]
+    runs += [
+        Run("Transformer", chosen["Transformer"], seed, positions)
+        for positions in POSITIONS[1:]
+        for seed in range(args.seeds)
+    ]
+    done = run_all(runs, args.jobs, **settings)
+    done += [s for s in selection if Recipe(**s["recipe"]) == chosen[s["model"]]]
+    done.sort(key=lambda s: (s["model"], POSITIONS.index(s["positions"]), s["seed"]))
+    results = {
+        "settings": {**settings, "seeds": args.seeds, "buckets": BUCKETS},
+        "candidates": {m: [asdict(r) for r in rs] for m, rs in CANDIDATES.items()},
+        "selection": [
+            {k: s[k] for k in ("model", "recipe", "validation_accuracy", "seconds")}
+            for s in selection
+        ],
+        "chosen": {m: asdict(r) for m, r in chosen.items()},
+        "runs": done,
+    }
+    print(markdown({"results": results}, with_provenance=False))
+    if args.json:
+        save(args.json, record("transformer-vs-rnn", argv or [], results))
+
+
+def spread(runs: list[dict], bucket: str, key: str = "token_accuracy") -> tuple:
+    """``(mean, lowest, highest)`` of one bucket's score over ``runs``."""
+    values = [
+        row[key] for run in runs for row in run["buckets"] if row["bucket"] == bucket
+    ]
+    return statistics.mean(values), min(values), max(values)
+
+
+def group(results: dict, model: str, positions: str = "sinusoidal") -> list[dict]:
+    """The runs of one model (and kind of positions), one per seed."""
+    return [
+        r
+        for r in results["runs"]
+        if r["model"] == model and r["positions"] == positions
+    ]
+
+
+def _table(rows: list[tuple[str, list[dict]]], buckets) -> list[str]:
+    lines = [
+        "| source words | " + " | ".join(name for name, _ in rows) + " |",
+        "|---|" + "---:|" * len(rows),
+    ]
+    for low, high in buckets:
+        cells = []
+        for _, runs in rows:
+            mean, low_, high_ = spread(runs, f"{low}-{high}")
+            cells.append(f"{mean:.3f} ({low_:.3f}-{high_:.3f})")
+        lines.append(f"| {low}-{high} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def last_fifth_gains(results: dict) -> dict[str, float]:
+    """Each model's gain of held-out accuracy over the last fifth of its run, mean
+    over the seeds (near 0: it had stopped improving)."""
+    return {
+        m: statistics.mean(r["last_fifth_gain"] for r in group(results, m))
+        for m in MODELS
+    }
+
+
+def recipe_table(results: dict) -> str:
+    """The candidates' validation word accuracy on seed 0, the chosen in bold."""
+    lines = [
+        "| model | recipe | validation word accuracy |",
+        "|---|---|---:|",
+    ]
+    for s in results["selection"]:
+        name = s["recipe"]["name"]
+        if s["recipe"] == results["chosen"][s["model"]]:
+            name = f"**{name}**"
+        lines.append(f"| {s['model']} | {name} | {s['validation_accuracy']:.3f} |")
+    return "\n".join(lines)
+
+
+def seed_table(results: dict) -> str:
+    """The three models' word accuracy by source length: mean (lowest-highest)."""
+    rows = [(m, group(results, m)) for m in MODELS]
+    return "\n".join(_table(rows, LENGTH_BUCKETS))
+
+
+def positions_table(results: dict) -> str:
+    """The Transformer's word accuracy by source length with each kind of
+    positions, from 21 words on."""
+    rows = [(p, group(results, "Transformer", p)) for p in POSITIONS]
+    buckets = [b for b in map(tuple, results["settings"]["buckets"]) if b[0] > 20]
+    return "\n".join(_table(rows, buckets))
+
+
+def markdown(data: dict, *, with_provenance: bool = True) -> str:
+    """The tables of a record written with ``--json``: the recipes and their
+    validation accuracy, the three models' word accuracy by source length (mean and
+    range over the seeds), and the Transformer with three kinds of positions."""
+    found = data["results"]
+    settings = found["settings"]
+    seeds = settings["seeds"]
+    models = [(m, group(found, m)) for m in MODELS]
+    lines = [
+        f"**Recipes** (seed 0, {settings['steps']:,} steps; greedy word accuracy on"
+        " the validation sentences of 5-40 words; the chosen one in bold):",
+        "",
+        recipe_table(found),
+        "",
+        f"**Word accuracy by source length**, greedy decoding, mean over {seeds}"
+        " seeds (lowest-highest in brackets); training covered 5-40 words:",
+        "",
+        seed_table(found),
+        "",
+        "Gain of the teacher-forced held-out accuracy over the last fifth of the run"
+        " (mean over the seeds; near 0: the model had stopped improving): "
+        + ", ".join(f"{m} {g:+.3f}" for m, g in last_fifth_gains(found).items())
+        + ". Minutes of training per run: "
+        + ", ".join(
+            f"{m} {statistics.mean(r['seconds'] for r in runs) / 60:.0f}"
+            for m, runs in models
+        )
+        + ".",
+        "",
+        "**The Transformer's positions beyond the training lengths** (the chosen"
+        f" recipe, {seeds} seeds; learned positions 41 and beyond were never"
+        " trained):",
+        "",
+        positions_table(found),
+    ]
+    if with_provenance:
+        lines += ["", provenance(data)]
+    return "\n".join(lines)
+
+
+def band(
+    results: dict, model: str, positions: str = "sinusoidal"
+) -> tuple[list[str], list[float], list[float], list[float]]:
+    """For plotting one model (and kind of positions) over the seeds: the buckets'
+    names and the word accuracy's mean, lowest and highest per bucket."""
+    runs = group(results, model, positions)
+    names = [f"{low}-{high}" for low, high in results["settings"]["buckets"]]
+    mean, lowest, highest = zip(*(spread(runs, n) for n in names), strict=True)
+    return names, list(mean), list(lowest), list(highest)
