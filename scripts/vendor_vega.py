@@ -1,4 +1,4 @@
-"""Copy Vega, Vega-Lite and Vega-Embed from the npm registry into ``book/_static/vendor/``.
+"""Copy Vega, Vega-Lite and Vega-Embed from the npm registry into ``book/_static/vega/``.
 
     python scripts/vendor_vega.py
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from attnlab.explorable import VENDORED
 
-VENDOR = Path(__file__).resolve().parent.parent / "book" / "_static" / "vendor"
+VENDOR = Path(__file__).resolve().parent.parent / "book" / "_static" / "vega"
 
 
 def main() -> None:

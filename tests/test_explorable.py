@@ -19,7 +19,7 @@ from attnlab.memory import SoftDict
 from attnlab.ntm import address
 from tests.notebook_files import ROOT
 
-VENDOR = ROOT / "book" / "_static" / "vendor"
+VENDOR = ROOT / "book" / "_static" / "vega"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -99,7 +99,7 @@ def test_vendored_versions_are_those_altair_expects():
 def test_html_loads_only_local_scripts(charts):
     page = explorable.html(charts["soft"], "soft-lookup", "Bar chart of the weights.").data
     sources = re.findall(r'<script[^>]*\bsrc="([^"]+)"', page)
-    assert sources == [f"../_static/vendor/{p}-{v}.min.js" for p, v in explorable.VENDORED.items()]
+    assert sources == [f"../_static/vega/{p}-{v}.min.js" for p, v in explorable.VENDORED.items()]
     assert not re.search(r"https?://(?!vega\.github\.io/schema/)", page), "a URL other than the schema's name"
     assert 'aria-describedby="soft-lookup-description"' in page and "Bar chart of the weights." in page
     with pytest.raises(ValueError, match="name"):
@@ -170,7 +170,7 @@ def page(charts, tmp_path_factory):
         pytest.skip(f"no chromium at {CHROMIUM}")
     playwright_api = pytest.importorskip("playwright.sync_api")
     site = tmp_path_factory.mktemp("site")
-    shutil.copytree(VENDOR, site / "_static" / "vendor")
+    shutil.copytree(VENDOR, site / "_static" / "vega")
     (site / "notebooks").mkdir()
     outputs = [explorable.html(charts[key], name, f"Explorable {name}.").data
                for key, name in [("soft", "soft-lookup"), ("scores", "score-menu"), ("ntm", "ntm-addressing")]]

@@ -4,7 +4,7 @@ static book.
 Each figure is an Altair (Vega-Lite) chart whose data ``attnlab`` computes on a grid
 of control settings, by the same functions the chapter teaches; the browser only
 picks the rows of the current setting. In the built book the chart is an HTML output
-that loads Vega from the book's own ``_static/vendor/`` folder (no network, no
+that loads Vega from the book's own ``_static/vega/`` folder (no network, no
 kernel); in Jupyter or Colab it is an ordinary Altair chart.
 """
 
@@ -25,10 +25,10 @@ from attnlab.memory import SoftDict
 from attnlab.ntm import content_addressing, interpolate, sharpen, shift
 
 # The versions the pinned Altair expects (altair.VEGA_VERSION and friends), copied
-# into book/_static/vendor/ by scripts/vendor_vega.py.
+# into book/_static/vega/ by scripts/vendor_vega.py.
 VENDORED = {"vega": "6.4.0", "vega-lite": "6.4.1", "vega-embed": "7.3.0"}
 # Where a chapter's page (notebooks/*.html) finds them in the built book.
-VENDOR_URL = "../_static/vendor"
+VENDOR_URL = "../_static/vega"
 # Okabe and Ito's colour-blind-safe palette, without its black, the pale yellow last.
 OKABE_ITO = [
     "#E69F00",
