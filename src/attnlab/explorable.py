@@ -217,8 +217,8 @@ def score_menu(
         for angle in degrees:
             radians = math.radians(angle)
             point = [length * math.cos(radians), length * math.sin(radians)]
-            queries.append({"angle": angle, "length": length, "x": point[0]})
-            queries[-1]["y"] = point[1]
+            x, y = point
+            queries.append({"angle": angle, "length": length, "x": x, "y": y})
             query = torch.tensor([point], dtype=keys.dtype)  # (Tq=1, 2)
             for score_name, score in scores.items():
                 _, weights = attend(query, keys, keys, score=score)
