@@ -1,0 +1,266 @@
+"""The explorable figures (attnlab.explorable): local scripts only, data equal to attnlab's, and controls that
+move the drawn chart in headless Chromium, without building the book."""
+
+import functools
+import http.server
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import altair as alt
+import pytest
+import torch
+
+from attnlab import explorable
+from attnlab.attention import attend, cosine_score, dot_score, scaled_dot_score
+from attnlab.memory import SoftDict
+from attnlab.ntm import address
+from tests.notebook_files import ROOT
+
+VENDOR = ROOT / "book" / "_static" / "vega"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+CITIES = ["Lima", "Nairobi", "Paris", "Tokyo"]
+COUNTRIES = ["France", "Japan", "Kenya", "Peru"]
+SCORES = {"dot": dot_score, "scaled dot": scaled_dot_score, "cosine": cosine_score}
+KERNELS = {"stay": (0.0, 1.0, 0.0), "one row on": (0.0, 0.0, 1.0), "blur": (0.25, 0.5, 0.25)}
+
+
+def rows_of(chart: alt.TopLevelMixin, name: str) -> list[dict]:
+    """The rows of the sub-chart called ``name`` in the chart's Vega-Lite spec."""
+
+    def find(spec: dict) -> dict | None:
+        if spec.get("name") == name:
+            return spec
+        children = [c for part in ("hconcat", "vconcat", "layer") for c in spec.get(part, [])]
+        return next((found for c in children if (found := find(c)) is not None), None)
+
+    spec = chart.to_dict()
+    source = find(spec)["data"]
+    return source["values"] if "values" in source else spec["datasets"][source["name"]]
+
+
+def pick(rows: list[dict], **setting) -> list[dict]:
+    return [r for r in rows if all(abs(r[k] - v) < 1e-9 if isinstance(v, float) else r[k] == v
+                                   for k, v in setting.items())]
+
+
+@pytest.fixture(scope="module")
+def memory() -> tuple[SoftDict, torch.Tensor]:
+    keys = torch.linalg.qr(torch.randn(16, 4, generator=torch.Generator().manual_seed(0))).Q.T  # (4, 16)
+    values = torch.tensor([[float(CITIES.index(c))] for c in ["Paris", "Tokyo", "Nairobi", "Lima"]])
+    return SoftDict(keys, values), keys
+
+
+@pytest.fixture(scope="module")
+def charts(memory):
+    soft, keys = memory
+    plane_keys = torch.tensor([[1.0, 0.0], [2.0, 2.0], [0.0, 0.0], [-1.0, 0.2]])
+    gen = torch.Generator().manual_seed(1)
+    ntm_memory, w_prev = torch.randn(8, 5, generator=gen), torch.softmax(torch.randn(8, generator=gen), -1)
+    return {
+        "soft": explorable.soft_dictionary(soft, keys[1], keys[3], COUNTRIES, CITIES, "Peru's key"),
+        "scores": explorable.score_menu(SCORES, plane_keys, list("ABCD")),
+        "ntm": explorable.ntm_addressing(ntm_memory, ntm_memory[2], w_prev, [1.0, 5.0, 20.0],
+                                         [0.0, 0.5, 1.0], KERNELS, [1.0, 2.0, 5.0]),
+        "inputs": (plane_keys, ntm_memory, w_prev),
+    }
+
+
+def soft_expected(memory, mix: float, log_tau: float) -> tuple[list[float], float]:
+    soft, keys = memory
+    value, weights = soft.lookup((1 - mix) * keys[1] + mix * keys[3], temperature=10.0**log_tau)
+    return weights.tolist(), value.item()
+
+
+def score_expected(plane_keys, score: str, angle: float, length: float) -> list[float]:
+    a = torch.deg2rad(torch.tensor(angle))
+    query = length * torch.stack([torch.cos(a), torch.sin(a)])[None]
+    return attend(query, plane_keys, plane_keys, score=SCORES[score])[1][0].tolist()
+
+
+def ntm_expected(inputs, beta: float, g: float, kernel: str, gamma: float) -> list[float]:
+    _, ntm_memory, w_prev = inputs
+    return address(ntm_memory[None], w_prev[None], ntm_memory[2][None], torch.tensor([beta]), torch.tensor([g]),
+                   torch.tensor([KERNELS[kernel]]), torch.tensor([gamma]))[0].tolist()
+
+
+def test_vendored_versions_are_those_altair_expects():
+    assert explorable.VENDORED["vega-lite"] == alt.VEGALITE_VERSION
+    assert explorable.VENDORED["vega"].split(".")[0] == alt.VEGA_VERSION.split(".")[0]
+    assert explorable.VENDORED["vega-embed"].split(".")[0] == alt.VEGAEMBED_VERSION.split(".")[0]
+    for package, version in explorable.VENDORED.items():
+        assert (VENDOR / f"{package}-{version}.min.js").is_file(), f"run scripts/vendor_vega.py: {package}"
+
+
+def test_html_loads_only_local_scripts(charts):
+    page = explorable.html(charts["soft"], "soft-lookup", "Bar chart of the weights.").data
+    sources = re.findall(r'<script[^>]*\bsrc="([^"]+)"', page)
+    assert sources == [f"../_static/vega/{p}-{v}.min.js" for p, v in explorable.VENDORED.items()]
+    assert not re.search(r"https?://(?!vega\.github\.io/schema/)", page), "a URL other than the schema's name"
+    assert 'aria-describedby="soft-lookup-description"' in page and "Bar chart of the weights." in page
+    with pytest.raises(ValueError, match="name"):
+        explorable.html(charts["soft"], "no spaces", "x")
+
+
+def test_show_is_html_only_for_the_static_book(charts, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_PROGRESS", "lines")
+    assert "vegaEmbed" in explorable.show(charts["soft"], "soft-lookup", "d").data
+    monkeypatch.delenv("ATTNLAB_PROGRESS")
+    shown = explorable.show(charts["soft"], "soft-lookup", "d")
+    assert isinstance(shown, alt.TopLevelMixin) and shown.to_dict()["description"] == "d"
+
+
+def test_every_control_has_a_visible_label(charts):
+    for name in ("soft", "scores", "ntm"):
+        for param in charts[name].to_dict()["params"]:
+            assert param["bind"]["name"].strip(), param
+
+
+@pytest.mark.parametrize(("mix", "log_tau"), [(0.5, -0.5), (0.85, -1.75), (0.0, 1.0)])
+def test_soft_dictionary_data_are_the_lookup(charts, memory, mix, log_tau):
+    weights, value = soft_expected(memory, mix, log_tau)
+    drawn = pick(rows_of(charts["soft"], "weights"), mix=mix, log_tau=log_tau)
+    assert [r["key"] for r in drawn] == COUNTRIES
+    assert [r["weight"] for r in drawn] == pytest.approx(weights, abs=1e-6)
+    assert pick(rows_of(charts["soft"], "value"), mix=mix, log_tau=log_tau)[0]["value"] == pytest.approx(value, abs=1e-6)
+
+
+@pytest.mark.parametrize(("score", "angle", "length"), [("dot", 0.0, 1.0), ("cosine", 105.0, 4.0),
+                                                        ("scaled dot", 330.0, 0.5)])
+def test_score_menu_data_are_attend(charts, score, angle, length):
+    drawn = pick(rows_of(charts["scores"], "weights"), score=score, angle=angle, length=length)
+    assert [r["weight"] for r in drawn] == pytest.approx(score_expected(charts["inputs"][0], score, angle, length),
+                                                         abs=1e-6)
+
+
+@pytest.mark.parametrize("setting", [(5.0, 0.5, "blur", 2.0), (20.0, 0.0, "one row on", 5.0)])
+def test_ntm_data_are_the_addressing_pipeline(charts, setting):
+    beta, g, kernel, gamma = setting
+    (drawn,) = pick(rows_of(charts["ntm"], "step4"), beta=beta, g=g, shift=kernel, gamma=gamma)
+    assert drawn["row"] == list(range(8))
+    assert drawn["weight"] == pytest.approx(ntm_expected(charts["inputs"], *setting), abs=1e-6)
+
+
+# ---- in the browser -------------------------------------------------------------------------------------------
+
+# The data of the items drawn by the mark `mark` (Vega-Lite names a sub-chart's marks "<name>_marks").
+DRAWN = """([view, mark]) => {
+  const found = [];
+  const walk = (node) => {
+    if (node.marktype && node.name === mark) { found.push(...node.items.map(i => i.datum)); return; }
+    (node.items || []).forEach(walk);
+  };
+  walk(window.attnlabViews[view].scenegraph().root);
+  return found;
+}"""
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def page(charts, tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM}")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    site = tmp_path_factory.mktemp("site")
+    shutil.copytree(VENDOR, site / "_static" / "vega")
+    (site / "notebooks").mkdir()
+    outputs = [explorable.html(charts[key], name, f"Explorable {name}.").data
+               for key, name in [("soft", "soft-lookup"), ("scores", "score-menu"), ("ntm", "ntm-addressing")]]
+    (site / "notebooks" / "page.html").write_text("<!doctype html><html><head><meta charset='utf-8'><title>explorables</title><link rel='icon' href='data:,'></head>"
+                                                  f"<body>{''.join(outputs)}</body></html>")
+    handler = functools.partial(Quiet, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors, requests = [], []
+        tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.on("request", lambda request: requests.append(request.url))
+        tab.goto(f"http://127.0.0.1:{httpd.server_address[1]}/notebooks/page.html", wait_until="load")
+        loaded = time.perf_counter()
+        tab.wait_for_function("window.attnlabViews && Object.keys(window.attnlabViews).length === 3", timeout=20_000)
+        ready = time.perf_counter() - loaded
+        yield tab, errors, requests, ready
+        browser.close()
+    httpd.shutdown()
+
+
+def after(tab, action, view: str, mark: str) -> tuple[list[dict], float]:
+    """Do `action`, wait until the data drawn by `mark` change; return them and the seconds that took."""
+    before = tab.evaluate(f"args => JSON.stringify(({DRAWN})(args))", [view, mark])
+    start = time.perf_counter()
+    action()
+    tab.wait_for_function(f"([view, mark, before]) => JSON.stringify(({DRAWN})([view, mark])) !== before",
+                          arg=[view, mark, before], timeout=10_000)
+    return tab.evaluate(DRAWN, [view, mark]), time.perf_counter() - start
+
+
+def slide(tab, chart: str, label: str, key: str):
+    return lambda: (tab.locator(f"#{chart} .vega-bindings").get_by_label(label).focus(), tab.keyboard.press(key))
+
+
+def choose(tab, chart: str, label: str, option: str):
+    return lambda: tab.locator(f"#{chart} .vega-bindings").get_by_label(label).select_option(option)
+
+
+def signal(tab, view: str, name: str):
+    return tab.evaluate("([view, name]) => window.attnlabViews[view].signal(name)", [view, name])
+
+
+def test_page_is_local_and_ready_within_a_second(page):
+    tab, errors, requests, ready = page
+    assert all(url.startswith("http://127.0.0.1:") for url in requests), requests
+    assert not errors, errors
+    assert ready < 1.0, f"the charts took {ready:.2f} s after the load event to be drawn"
+    assert tab.locator(".vega-embed[aria-label^='Explorable ']").count() == 3  # each chart's description
+
+
+def test_soft_dictionary_controls(page, memory):
+    tab = page[0]
+    for action, setting in [(slide(tab, "soft-lookup", "share of Peru's key", "ArrowRight"), (0.55, -0.5)),
+                            (slide(tab, "soft-lookup", "log10 temperature", "ArrowLeft"), (0.55, -0.75))]:
+        drawn, seconds = after(tab, action, "soft-lookup", "weights_marks")
+        assert seconds < 1.0, f"the chart took {seconds:.2f} s to follow the control"
+        mix, log_tau = signal(tab, "soft-lookup", "mix"), signal(tab, "soft-lookup", "log_tau")
+        assert (mix, log_tau) == pytest.approx(setting, abs=1e-9)
+        weights, value = soft_expected(memory, *setting)
+        assert [d["key"] for d in drawn] == COUNTRIES
+        assert [d["weight"] for d in drawn] == pytest.approx(weights, abs=1e-6)
+        shown = tab.evaluate(DRAWN, ["soft-lookup", "value_marks"])
+        assert [d["value"] for d in shown] == pytest.approx([value], abs=1e-6)
+
+
+def test_score_menu_controls(page, charts):
+    tab = page[0]
+    for action, setting in [(choose(tab, "score-menu", "score", "cosine"), ("cosine", 0.0, 1.0)),
+                            (slide(tab, "score-menu", "angle of the query", "ArrowRight"), ("cosine", 15.0, 1.0)),
+                            (choose(tab, "score-menu", "length of the query", "4"), ("cosine", 15.0, 4.0)),
+                            (choose(tab, "score-menu", "score", "dot"), ("dot", 15.0, 4.0))]:
+        drawn, seconds = after(tab, action, "score-menu", "weights_marks")
+        assert seconds < 1.0, f"the chart took {seconds:.2f} s to follow the control"
+        assert [signal(tab, "score-menu", n) for n in ("score", "angle", "length")] == list(setting)
+        expected = score_expected(charts["inputs"][0], *setting)
+        assert [d["weight"] for d in drawn] == pytest.approx(expected, abs=1e-6)
+
+
+def test_ntm_addressing_controls(page, charts):
+    tab = page[0]
+    for action, setting in [(choose(tab, "ntm-addressing", "key strength", "20"), (20.0, 0.5, "stay", 2.0)),
+                            (slide(tab, "ntm-addressing", "gate g", "ArrowLeft"), (20.0, 0.0, "stay", 2.0)),
+                            (choose(tab, "ntm-addressing", "shift weights", "blur"), (20.0, 0.0, "blur", 2.0)),
+                            (choose(tab, "ntm-addressing", "sharpening", "5"), (20.0, 0.0, "blur", 5.0))]:
+        drawn, seconds = after(tab, action, "ntm-addressing", "step4_marks")
+        assert seconds < 1.0, f"the chart took {seconds:.2f} s to follow the control"
+        assert [signal(tab, "ntm-addressing", n) for n in ("beta", "g", "shift", "gamma")] == list(setting)
+        assert [d["row"] for d in drawn] == list(range(8))
+        assert [d["weight"] for d in drawn] == pytest.approx(ntm_expected(charts["inputs"], *setting), abs=1e-6)
