@@ -39,7 +39,7 @@ offline: $(STAMP)
 
 # Every page of the built book in headless Chromium (Debian's chromium package).
 browser-test: $(STAMP)
-	ATTNLAB_REQUIRE_BOOK=1 $(BIN)/pytest tests/test_book_in_browser.py tests/test_links.py -p no:cacheprovider
+	ATTNLAB_REQUIRE_BOOK=1 $(BIN)/pytest tests/test_book_in_browser.py tests/test_explorables_in_book.py tests/test_links.py -p no:cacheprovider
 
 # Two pytest workers (pytest-xdist), each test file and each notebook on one of them, one thread each.
 test: $(STAMP)
