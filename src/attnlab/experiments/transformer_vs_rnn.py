@@ -338,8 +338,8 @@ def markdown(data: dict, *, with_provenance: bool = True) -> str:
         + ".",
         "",
         "**The Transformer's positions beyond the training lengths** (the chosen"
-        f" recipe, {seeds} seeds; learned positions 41 and beyond were never"
-        " trained):",
+        f" recipe, {seeds} seeds; the learned table's rows beyond the longest"
+        " training sentence were never trained):",
         "",
         positions_table(found),
     ]
