@@ -1,6 +1,8 @@
 """Grading a class with nbgrader, every submission accounted for.
 
     python -m attnlab.grading COURSE ASSIGNMENT [ASSIGNMENT ...] [--csv FILE]
+        [--workers N] [--timeout SECONDS] [--summary FILE]
+    python -m attnlab.grading collect COURSE ASSIGNMENT SOURCE [--map CSV]
 
 For every student and assignment of the nbgrader course folder ``COURSE`` (written
 by ``python -m attnlab.homework course``, released with ``nbgrader
@@ -12,6 +14,22 @@ Then ``nbgrader autograde`` and ``nbgrader generate_feedback`` run for that one
 submission, so that one that crashes or never finishes cannot stop the others. The
 CSV has one row per student and assignment: the status, the reason or notes, the
 points of every exercise and the total.
+
+``--workers N`` grades N submissions at a time, each worker a process with its own
+copy of nbgrader's gradebook and files; the grades are merged into the course's
+``gradebook.db``, the feedback pages land where a serial run puts them, and the CSV
+is the same, row for row. ``--timeout SECONDS`` stops a submission's grading after
+that long (the worker is killed, the submission gets zero with the reason) and
+grades in a worker process even with one worker; a submission whose notebook kills
+its grading process gets zero too, and the others go on. Beside the CSV goes the
+class summary (``<csv stem>-summary.md``, or ``--summary FILE``): per assignment,
+the submissions by status, the points per exercise (mean, median, how many got full
+points, how many zero) and the exercises missed most often.
+
+``collect`` places the notebooks downloaded from Canvas or Moodle (a folder or a
+``.zip``) at ``COURSE/submitted/<student>/<ASSIGNMENT>/<ASSIGNMENT>.ipynb``: see
+:mod:`attnlab.collect` for the names it reads. (A course folder named ``collect`` is
+given as ``./collect``.)
 
 The nbgrader preprocessors of this module are named in the course's
 ``nbgrader_config.py``: :func:`add_hidden_tests` before execution (the hidden tests
@@ -26,8 +44,12 @@ import copy
 import csv
 import json
 import re
+import shutil
+import statistics
+import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -317,9 +339,18 @@ class Result:
         return sum(p for p in self.points.values() if p is not None)
 
 
-def grade_submission(api, course: Path, assignment: str, student: str) -> Result:
-    """Take in, autograde and give feedback to one student's submission."""
+def grade_submission(
+    api, course: Path, assignment: str, student: str, work: Path | None = None
+) -> Result:
+    """Take in, autograde and give feedback to one student's submission of
+    ``course``; returns its row of the CSV.
+
+    ``api`` is :func:`nbgrader_api` of ``work``, the folder where nbgrader writes
+    (default: ``course`` itself). With another folder, the submission taken in is
+    copied there first, and nbgrader's gradebook and files stay there.
+    """
     start = time.perf_counter()
+    work = course if work is None else work
     release = nbformat.read(
         course / "release" / assignment / f"{assignment}.ipynb", as_version=4
     )
@@ -327,11 +358,13 @@ def grade_submission(api, course: Path, assignment: str, student: str) -> Result
     intake = take_in(path, release)
     if intake.status != GRADED:
         return Result(student, assignment, intake.status, intake.reason, {}, 0.0)
+    if work != course:
+        _replace(path.parent, work / "submitted" / student / assignment)
     error = _failure(api.autograde(assignment, student, force=True, create=True))
     if error is not None:
         seconds = time.perf_counter() - start
         return Result(student, assignment, UNGRADABLE, error, {}, seconds)
-    notes = intake.notes + list(dict.fromkeys(_flags(course, assignment, student)))
+    notes = intake.notes + list(dict.fromkeys(_flags(work, assignment, student)))
     feedback = _failure(api.generate_feedback(assignment, student, force=True))
     if feedback is not None:
         notes.append(f"no feedback page: {feedback}")
@@ -340,9 +373,17 @@ def grade_submission(api, course: Path, assignment: str, student: str) -> Result
         assignment,
         GRADED,
         "; ".join(notes),
-        _scores(course, assignment, student),
+        _scores(work, assignment, student),
         time.perf_counter() - start,
     )
+
+
+def _replace(source: Path, target: Path) -> None:
+    """Make the folder ``target`` a copy of the folder ``source``."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target)
 
 
 def write_csv(results: list[Result], path: Path) -> None:
@@ -364,20 +405,128 @@ def write_csv(results: list[Result], path: Path) -> None:
             )
 
 
+def _max_points(course: Path, assignment: str) -> dict[str, float]:
+    """The points of every graded cell of the released notebook, by grade id."""
+    path = course / "release" / assignment / f"{assignment}.ipynb"
+    if not path.exists():
+        return {}
+    return {
+        _grade_id(cell): float(cell.metadata["nbgrader"].get("points", 0))
+        for cell in nbformat.read(path, as_version=4).cells
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade")
+    }
+
+
+def _exercise(grade_id: str) -> str:
+    """The exercise's label from its graded cell's id (a check cell ends in
+    ``-check``)."""
+    return grade_id.removesuffix(CHECK_SUFFIX)
+
+
+def summary(results: list[Result], course: Path) -> str:
+    """The class summary in markdown: per assignment, the submissions by status; per
+    exercise, over the graded submissions, the mean and median points, how many got
+    full points and how many zero; and the exercises missed most often."""
+    lines = ["# Class summary", ""]
+    for assignment in dict.fromkeys(r.assignment for r in results):
+        rows = [r for r in results if r.assignment == assignment]
+        graded = [r for r in rows if r.status == GRADED]
+        counts = {
+            status: sum(r.status == status for r in rows)
+            for status in (GRADED, NOT_SUBMITTED, UNGRADABLE)
+        }
+        lines += [
+            f"## {assignment}",
+            "",
+            f"{len(rows)} students: "
+            + ", ".join(f"{n} {status}" for status, n in counts.items())
+            + ".",
+            "",
+        ]
+        if not graded:
+            lines += ["No submission was graded.", ""]
+            continue
+        full = _max_points(course, assignment)
+        for r in graded:
+            for name, points in r.points.items():
+                full.setdefault(name, points or 0.0)
+        lines += [
+            f"Points per exercise, over the {len(graded)} graded submissions:",
+            "",
+            "| exercise | points | mean | median | full points | zero"
+            " | awaiting a manual grade |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        missed = []
+        for name, most in full.items():
+            scores = [r.points.get(name) for r in graded]
+            known = [p for p in scores if p is not None]
+            top = sum(p >= most for p in known)
+            middle = f"{statistics.median(known):g}" if known else "-"
+            mean = f"{statistics.mean(known):.2f}" if known else "-"
+            lines.append(
+                f"| {_exercise(name)} | {most:g} | {mean} | {middle}"
+                f" | {top} | {sum(p == 0 for p in known)}"
+                f" | {len(scores) - len(known)} |"
+            )
+            if len(known) > top:
+                missed.append((len(known) - top, len(known), _exercise(name)))
+        totals = [r.total for r in graded]
+        waiting = sum(p is None for r in graded for p in r.points.values())
+        lines += [
+            f"| total | {sum(full.values()):g} | {statistics.mean(totals):.2f}"
+            f" | {statistics.median(totals):g} | | | {waiting} |",
+            "",
+        ]
+        if waiting:
+            lines += ["The totals count an answer awaiting a manual grade as 0.", ""]
+        missed.sort(key=lambda m: (-m[0], -m[0] / m[1], m[2]))
+        if missed:
+            lines += ["Missed most often (without full points):", ""] + [
+                f"- {name}: {lost} of {known}" for lost, known, name in missed[:3]
+            ]
+        else:
+            lines.append(
+                "Every graded submission got full points in every exercise."
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
 def grade(
-    course: Path, assignments: list[str], csv_path: Path, quiet: bool = False
+    course: Path,
+    assignments: list[str],
+    csv_path: Path,
+    quiet: bool = False,
+    workers: int = 1,
+    timeout: float | None = None,
+    summary_path: Path | None = None,
 ) -> list[Result]:
-    """Grade every student's submission of each assignment; write the CSV and,
-    unless ``quiet``, print a table."""
-    api = nbgrader_api(course)
-    # nbgrader's database layer warns about its own sessions on every submission
-    warnings.filterwarnings("ignore", message=".*not in session.*")
-    results = [
-        grade_submission(api, course, assignment, student)
+    """Grade every student's submission of each assignment; write the CSV, the class
+    summary (default: ``<csv stem>-summary.md`` beside it) and, unless ``quiet``,
+    print a table; returns the rows of the CSV.
+
+    With ``workers`` above 1, or a ``timeout`` in seconds per submission, the
+    submissions are graded in worker processes (:mod:`attnlab._grading_pool`);
+    otherwise one at a time in this process.
+    """
+    tasks = [
+        (assignment, student)
         for assignment in assignments
         for student in _students(course)
     ]
+    # nbgrader's database layer warns about its own sessions on every submission
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    if workers > 1 or timeout is not None:
+        from attnlab._grading_pool import grade_in_workers
+
+        results = grade_in_workers(course, tasks, workers, timeout)
+    else:
+        api = nbgrader_api(course)
+        results = [grade_submission(api, course, *task) for task in tasks]
     write_csv(results, csv_path)
+    summary_path = summary_path or csv_path.with_name(f"{csv_path.stem}-summary.md")
+    summary_path.write_text(summary(results, course))
     if quiet:
         return results
     print(
@@ -390,11 +539,32 @@ def grade(
             f"{r.student:20} {r.assignment:30} {r.status:20} {points:>6}"
             f" {r.seconds:5.0f}  {r.reason}"
         )
-    print(f"written to {csv_path}")
+    print(f"written to {csv_path} and {summary_path}")
     return results
 
 
+def _positive(kind: type) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` above zero."""
+
+    def parse(text: str) -> int | float:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(
+                f"expected a number above 0, got {text}"
+            )
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["collect"]:  # a course folder named so: ./collect
+        from attnlab.collect import main as collect
+
+        collect(argv[1:], prog="python -m attnlab.grading collect")
+        return
     parser = argparse.ArgumentParser(
         prog="python -m attnlab.grading", description=__doc__.splitlines()[0]
     )
@@ -402,6 +572,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("assignments", nargs="+", help="assignments (chapters)")
     parser.add_argument(
         "--csv", type=Path, default=None, help="default: COURSE/grades.csv"
+    )
+    parser.add_argument(
+        "--workers",
+        type=_positive(int),
+        default=1,
+        help="submissions graded at once, each in a process of its own (default 1)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=None,
+        help="seconds per submission, after which its grading is stopped and it"
+        " gets zero (default: no limit)",
+    )
+    parser.add_argument(
+        "--summary",
+        type=Path,
+        default=None,
+        help="the class summary in markdown (default: <csv stem>-summary.md beside"
+        " the CSV)",
     )
     args = parser.parse_args(argv)
     course = args.course.resolve()
@@ -411,7 +601,14 @@ def main(argv: list[str] | None = None) -> None:
                 f"{assignment} is not released in {course}: run nbgrader"
                 f" generate_assignment {assignment} there first"
             )
-    grade(course, args.assignments, args.csv or course / "grades.csv")
+    grade(
+        course,
+        args.assignments,
+        args.csv or course / "grades.csv",
+        workers=args.workers,
+        timeout=args.timeout,
+        summary_path=args.summary,
+    )
 
 
 if __name__ == "__main__":
