@@ -124,4 +124,4 @@ def test_the_transformer_record_supports_what_chapter_8_says_of_it():
         assert all(s > lo for s, lo in zip(sinusoidal, learned, strict=True))
     # ALiBi fails at every length in this encoder-decoder, worse with the length
     alibi = [study.spread(study.group(found, "Transformer", "alibi"), f"{a}-{b}")[2] for a, b in study.BUCKETS]
-    assert max(alibi[2:]) < 0.6 and all(a > b for a, b in zip(alibi, alibi[1:]))
+    assert max(alibi[2:]) < 0.6 and all(a > b for a, b in zip(alibi, alibi[1:], strict=False))

@@ -4,8 +4,17 @@ three kinds of positions; a tiny run of the real command."""
 import pytest
 
 from attnlab.experiments import record, transformer_vs_rnn
-from attnlab.experiments.transformer_vs_rnn import CANDIDATES, MODELS, POSITIONS, Recipe
-from attnlab.tasks.translation import decay_in_second_half, warmup_cosine, warmup_inverse_sqrt
+from attnlab.experiments.transformer_vs_rnn import (
+    CANDIDATES,
+    MODELS,
+    POSITIONS,
+    Recipe,
+)
+from attnlab.tasks.translation import (
+    decay_in_second_half,
+    warmup_cosine,
+    warmup_inverse_sqrt,
+)
 
 
 def test_recipes_give_their_schedules():
@@ -61,4 +70,4 @@ def test_the_tables_and_bands_come_from_the_runs(tiny):
     mean, low, high = transformer_vs_rnn.spread(runs, "5-10")
     assert mean == pytest.approx(sum(values) / len(values)) and (low, high) == (min(values), max(values))
     names, means, lows, highs = transformer_vs_rnn.band(found, "Transformer", "alibi")
-    assert names[0] == "5-10" and names[-1] == "71-80" and all(lo <= m <= hi for m, lo, hi in zip(means, lows, highs))
+    assert names[0] == "5-10" and names[-1] == "71-80" and all(lo <= m <= hi for m, lo, hi in zip(means, lows, highs, strict=True))
