@@ -59,9 +59,11 @@ $(GRADING_STAMP): $(STAMP) requirements-grading.lock
 	$(BIN)/pip install --quiet -r requirements-grading.lock
 	touch $(GRADING_STAMP)
 
-# Every chapter graded end to end with the real nbgrader: release, autograde of three submissions, CSV export.
+# Every chapter graded end to end with the real nbgrader: release, autograde of three submissions, CSV export;
+# then a class graded serially and with two workers (tests/test_class_grading.py).
 grade: $(GRADING_STAMP)
 	$(BIN)/python .ci/grade_homework.py
+	ATTNLAB_QUICK=1 ATTNLAB_REQUIRE_NBGRADER=1 $(BIN)/pytest tests/test_class_grading.py -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests notebooks benchmarks scripts book/_ext .ci

@@ -114,6 +114,35 @@ def _grid(start: float, stop: float, count: int) -> list[float]:
     return [round(start + (stop - start) * i / (count - 1), 9) for i in range(count)]
 
 
+def _key_colours(key_names: Sequence[str]) -> alt.Scale:
+    """One Okabe-Ito colour per key."""
+    return alt.Scale(domain=list(key_names), range=OKABE_ITO[: len(key_names)])
+
+
+def _weight_bars(
+    rows: list[dict], key_names: Sequence[str], colour: alt.Scale, keep: str
+) -> alt.Chart:
+    """Bars of the attention weight per key, from the ``rows`` that the filter
+    expression ``keep`` lets through (the controls' current setting)."""
+    return (
+        alt.Chart(alt.Data(values=rows), name="weights", title="weights")
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "key:N",
+                sort=list(key_names),
+                title="key",
+                axis=alt.Axis(labelAngle=0),
+            ),
+            y=alt.Y(
+                "weight:Q", scale=alt.Scale(domain=[0, 1]), title="attention weight"
+            ),
+            color=alt.Color("key:N", scale=colour, legend=None),
+        )
+        .transform_filter(keep)
+    )
+
+
 def soft_dictionary(
     memory: SoftDict,
     start: torch.Tensor,
@@ -150,29 +179,7 @@ def soft_dictionary(
     mix = _slider("mix", f"share of {end_name} in the query", shares, 0.5)
     log_tau = _slider("log_tau", "log10 temperature", logs, logs[len(logs) // 2])
     at = _at({"mix": "mix", "log_tau": "log_tau"})
-    weights = (
-        alt.Chart(alt.Data(values=weight_rows), name="weights", title="weights")
-        .mark_bar()
-        .encode(
-            x=alt.X(
-                "key:N",
-                sort=list(key_names),
-                title="key",
-                axis=alt.Axis(labelAngle=0),
-            ),
-            y=alt.Y(
-                "weight:Q", scale=alt.Scale(domain=[0, 1]), title="attention weight"
-            ),
-            color=alt.Color(
-                "key:N",
-                scale=alt.Scale(
-                    domain=list(key_names), range=OKABE_ITO[: len(key_names)]
-                ),
-                legend=None,
-            ),
-        )
-        .transform_filter(at)
-    )
+    weights = _weight_bars(weight_rows, key_names, _key_colours(key_names), at)
     names = json.dumps(list(value_names))
     axis = alt.Axis(
         values=list(range(len(value_names))), labelExpr=f"{names}[datum.value]"
@@ -243,25 +250,12 @@ def score_menu(
         value=lengths[1],
         bind=alt.binding_select(options=list(lengths), name="length of the query "),
     )
-    colour = alt.Scale(domain=list(key_names), range=OKABE_ITO[: len(key_names)])
-    weights = (
-        alt.Chart(alt.Data(values=rows), name="weights", title="weights")
-        .mark_bar()
-        .encode(
-            x=alt.X(
-                "key:N",
-                sort=list(key_names),
-                title="key",
-                axis=alt.Axis(labelAngle=0),
-            ),
-            y=alt.Y(
-                "weight:Q", scale=alt.Scale(domain=[0, 1]), title="attention weight"
-            ),
-            color=alt.Color("key:N", scale=colour, legend=None),
-        )
-        .transform_filter(
-            f"datum.score == score && {_at({'angle': 'angle', 'length': 'length'})}"
-        )
+    colour = _key_colours(key_names)
+    weights = _weight_bars(
+        rows,
+        key_names,
+        colour,
+        f"datum.score == score && {_at({'angle': 'angle', 'length': 'length'})}",
     )
     extent = max(max(lengths), keys.abs().max().item()) * 1.1
     plane = alt.Scale(domain=[-extent, extent])

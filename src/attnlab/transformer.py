@@ -33,7 +33,9 @@ position / may attend.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -286,9 +288,11 @@ class DecoderLayer(nn.Module):
                 )
             context = torch.cat([past, x], dim=1)
 
-        def self_attend(
-            h: torch.Tensor, c: torch.Tensor
-        ) -> tuple[torch.Tensor, torch.Tensor]:
+        def self_attend(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            # keys and values: the positions so far, normalised like h
+            c = h
+            if past is not None:
+                c = self.norm1(context) if self.norm_first else context
             return self.self_attention(
                 h,
                 c,
@@ -307,17 +311,30 @@ class DecoderLayer(nn.Module):
                 average_attn_weights=False,
             )
 
+        return self.sublayers(x, self_attend, cross_attend)
+
+    def sublayers(
+        self,
+        x: torch.Tensor,
+        self_attend: Callable[[torch.Tensor], tuple[torch.Tensor, Any]],
+        cross_attend: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    ) -> tuple[torch.Tensor, Any, torch.Tensor]:
+        """The three sub-layers around ``x (B, T, d_model)``, each with its residual
+        connection and layer norm in this layer's order: ``self_attend(h) -> (mixed,
+        extra)``, ``cross_attend(h) -> (read, cross_weights)``, the feed-forward
+        network. Returns ``(x, extra, cross_weights)``; :meth:`forward` and
+        :meth:`step` differ only in how they attend."""
         if self.norm_first:
-            mixed, self_weights = self_attend(self.norm1(x), self.norm1(context))
+            mixed, extra = self_attend(self.norm1(x))
             x = x + mixed
             read, cross_weights = cross_attend(self.norm2(x))
             x = x + read
-            return x + self.feed_forward(self.norm3(x)), self_weights, cross_weights
-        mixed, self_weights = self_attend(x, context)
+            return x + self.feed_forward(self.norm3(x)), extra, cross_weights
+        mixed, extra = self_attend(x)
         x = self.norm1(x + mixed)  # what has been written so far
         read, cross_weights = cross_attend(x)
         x = self.norm2(x + read)  # what the source says
-        return self.norm3(x + self.feed_forward(x)), self_weights, cross_weights
+        return self.norm3(x + self.feed_forward(x)), extra, cross_weights
 
     def init_cache(self, memory: torch.Tensor) -> dict[str, torch.Tensor]:
         """The cache before the first position, for ``memory (B, S, d_model)``.
@@ -383,17 +400,7 @@ class DecoderLayer(nn.Module):
                 memory_key_padding_mask,
             )
 
-        if self.norm_first:
-            mixed, new_cache = self_attend(self.norm1(x))
-            x = x + mixed
-            read, cross_weights = cross_attend(self.norm2(x))
-            x = x + read
-            return x + self.feed_forward(self.norm3(x)), new_cache, cross_weights
-        mixed, new_cache = self_attend(x)
-        x = self.norm1(x + mixed)
-        read, cross_weights = cross_attend(x)
-        x = self.norm2(x + read)
-        return self.norm3(x + self.feed_forward(x)), new_cache, cross_weights
+        return self.sublayers(x, self_attend, cross_attend)
 
     @torch.no_grad()
     def load_torch_weights(self, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
