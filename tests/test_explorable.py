@@ -1,13 +1,7 @@
 """The explorable figures (attnlab.explorable): local scripts only, data equal to attnlab's, and controls that
 move the drawn chart in headless Chromium, without building the book."""
 
-import functools
-import http.server
 import re
-import shutil
-import threading
-import time
-from pathlib import Path
 
 import altair as alt
 import pytest
@@ -17,35 +11,22 @@ from attnlab import explorable
 from attnlab.attention import attend, cosine_score, dot_score, scaled_dot_score
 from attnlab.memory import SoftDict
 from attnlab.ntm import address
-from tests.notebook_files import ROOT
+from tests.browser import (
+    VENDOR,
+    after,
+    choose,
+    explorable_page,
+    pick,
+    rows_of,
+    signal,
+    slide,
+)
+from tests.browser import drawn as drawn_now
 
-VENDOR = ROOT / "book" / "_static" / "vega"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 CITIES = ["Lima", "Nairobi", "Paris", "Tokyo"]
 COUNTRIES = ["France", "Japan", "Kenya", "Peru"]
 SCORES = {"dot": dot_score, "scaled dot": scaled_dot_score, "cosine": cosine_score}
 KERNELS = {"stay": (0.0, 1.0, 0.0), "one row on": (0.0, 0.0, 1.0), "blur": (0.25, 0.5, 0.25)}
-
-
-def rows_of(chart: alt.TopLevelMixin, name: str) -> list[dict]:
-    """The rows of the sub-chart called ``name`` in the chart's Vega-Lite spec."""
-
-    def find(spec: dict) -> dict | None:
-        if spec.get("name") == name:
-            return spec
-        children = [c for part in ("hconcat", "vconcat", "layer") for c in spec.get(part, [])]
-        return next((found for c in children if (found := find(c)) is not None), None)
-
-    spec = chart.to_dict()
-    source = find(spec)["data"]
-    return source["values"] if "values" in source else spec["datasets"][source["name"]]
-
-
-def pick(rows: list[dict], **setting) -> list[dict]:
-    return [r for r in rows if all(abs(r[k] - v) < 1e-9 if isinstance(v, float) else r[k] == v
-                                   for k, v in setting.items())]
 
 
 @pytest.fixture(scope="module")
@@ -147,74 +128,11 @@ def test_ntm_data_are_the_addressing_pipeline(charts, setting):
 
 # ---- in the browser -------------------------------------------------------------------------------------------
 
-# The data of the items drawn by the mark `mark` (Vega-Lite names a sub-chart's marks "<name>_marks").
-DRAWN = """([view, mark]) => {
-  const found = [];
-  const walk = (node) => {
-    if (node.marktype && node.name === mark) { found.push(...node.items.map(i => i.datum)); return; }
-    (node.items || []).forEach(walk);
-  };
-  walk(window.attnlabViews[view].scenegraph().root);
-  return found;
-}"""
-
-
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
-def page(charts, tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no chromium at {CHROMIUM}")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    site = tmp_path_factory.mktemp("site")
-    shutil.copytree(VENDOR, site / "_static" / "vega")
-    (site / "notebooks").mkdir()
-    outputs = [explorable.html(charts[key], name, f"Explorable {name}.").data
-               for key, name in [("soft", "soft-lookup"), ("scores", "score-menu"), ("ntm", "ntm-addressing")]]
-    (site / "notebooks" / "page.html").write_text("<!doctype html><html><head><meta charset='utf-8'><title>explorables</title><link rel='icon' href='data:,'></head>"
-                                                  f"<body>{''.join(outputs)}</body></html>")
-    handler = functools.partial(Quiet, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        tab = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors, requests = [], []
-        tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        tab.on("pageerror", lambda exc: errors.append(str(exc)))
-        tab.on("request", lambda request: requests.append(request.url))
-        tab.goto(f"http://127.0.0.1:{httpd.server_address[1]}/notebooks/page.html", wait_until="load")
-        loaded = time.perf_counter()
-        tab.wait_for_function("window.attnlabViews && Object.keys(window.attnlabViews).length === 3", timeout=20_000)
-        ready = time.perf_counter() - loaded
-        yield tab, errors, requests, ready
-        browser.close()
-    httpd.shutdown()
-
-
-def after(tab, action, view: str, mark: str) -> tuple[list[dict], float]:
-    """Do `action`, wait until the data drawn by `mark` change; return them and the seconds that took."""
-    before = tab.evaluate(f"args => JSON.stringify(({DRAWN})(args))", [view, mark])
-    start = time.perf_counter()
-    action()
-    tab.wait_for_function(f"([view, mark, before]) => JSON.stringify(({DRAWN})([view, mark])) !== before",
-                          arg=[view, mark, before], timeout=10_000)
-    return tab.evaluate(DRAWN, [view, mark]), time.perf_counter() - start
-
-
-def slide(tab, chart: str, label: str, key: str):
-    return lambda: (tab.locator(f"#{chart} .vega-bindings").get_by_label(label).focus(), tab.keyboard.press(key))
-
-
-def choose(tab, chart: str, label: str, option: str):
-    return lambda: tab.locator(f"#{chart} .vega-bindings").get_by_label(label).select_option(option)
-
-
-def signal(tab, view: str, name: str):
-    return tab.evaluate("([view, name]) => window.attnlabViews[view].signal(name)", [view, name])
+def page(charts):
+    with explorable_page({"soft-lookup": charts["soft"], "score-menu": charts["scores"],
+                          "ntm-addressing": charts["ntm"]}) as opened:
+        yield opened
 
 
 def test_page_is_local_and_ready_within_a_second(page):
@@ -236,7 +154,7 @@ def test_soft_dictionary_controls(page, memory):
         weights, value = soft_expected(memory, *setting)
         assert [d["key"] for d in drawn] == COUNTRIES
         assert [d["weight"] for d in drawn] == pytest.approx(weights, abs=1e-6)
-        shown = tab.evaluate(DRAWN, ["soft-lookup", "value_marks"])
+        shown = drawn_now(tab, "soft-lookup", "value_marks")
         assert [d["value"] for d in shown] == pytest.approx([value], abs=1e-6)
 
 

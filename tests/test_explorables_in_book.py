@@ -6,30 +6,25 @@ waits for the chart that `attnlab.explorable` put there, then moves each slider 
 another option of each menu, and checks that the chart's drawn marks and its signal follow, within a second.
 """
 
-import functools
-import http.server
 import os
-import shutil
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from attnlab.explorable import VENDORED
+from tests.browser import CHROMIUM, DRAWN, serve
+from tests.browser import browser as open_browser
 from tests.notebook_files import ROOT
 
 HTML = ROOT / "_build" / "html"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REQUIRED = os.environ.get("ATTNLAB_REQUIRE_BOOK") == "1"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 if not (HTML / "index.html").exists() or not Path(CHROMIUM).exists():
     if REQUIRED:
         raise RuntimeError(f"the browser test needs {HTML / 'index.html'} (make book) and {CHROMIUM}")
     pytest.skip("no built book or no chromium: run `make book` first", allow_module_level=True)
-playwright_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 
 # page -> chart name (the `name` given to explorable.show) -> the Vega mark whose drawn data the controls change
 EXPLORABLES = {
@@ -37,37 +32,20 @@ EXPLORABLES = {
     "notebooks/02_scoring_functions.html": {"score-menu": "weights_marks"},
     "notebooks/09_neural_turing_machines.html": {"ntm-addressing": "step4_marks"},
 }
-# The data of the items drawn by the mark `mark` of the chart `view`, as JSON.
-DRAWN = """([view, mark]) => {
-  const found = [];
-  const walk = (node) => {
-    if (node.marktype && node.name === mark) { found.push(...node.items.map(i => i.datum)); return; }
-    (node.items || []).forEach(walk);
-  };
-  walk(window.attnlabViews[view].scenegraph().root);
-  return JSON.stringify(found);
-}"""
-
-
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
+# The drawn data as JSON, to compare before and after a control moved.
+DRAWN_JSON = f"args => JSON.stringify(({DRAWN})(args))"
 
 
 @pytest.fixture(scope="module")
 def server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(HTML)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(HTML) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with open_browser() as chromium:
         yield chromium
-        chromium.close()
 
 
 def test_the_vendored_scripts_are_in_the_build():
@@ -100,7 +78,7 @@ def test_every_control_moves_the_chart(browser, server, name):
                 assert label.locator(".vega-bind-name").inner_text().strip(), "a control without a visible label"
                 field = label.locator("input, select").first
                 signal = field.get_attribute("name")
-                before = page.evaluate(DRAWN, [view, mark])
+                before = page.evaluate(DRAWN_JSON, [view, mark])
                 old = page.evaluate("([v, s]) => window.attnlabViews[v].signal(s)", [view, signal])
                 start = time.perf_counter()
                 if field.evaluate("e => e.tagName") == "SELECT":
@@ -113,7 +91,7 @@ def test_every_control_moves_the_chart(browser, server, name):
                     field.focus()
                     at_end = field.input_value() == field.get_attribute("max")
                     page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
-                page.wait_for_function(f"([view, mark, before]) => ({DRAWN})([view, mark]) !== before",
+                page.wait_for_function(f"([view, mark, before]) => JSON.stringify(({DRAWN})([view, mark])) !== before",
                                        arg=[view, mark, before], timeout=5_000)
                 seconds = time.perf_counter() - start
                 new = page.evaluate("([v, s]) => window.attnlabViews[v].signal(s)", [view, signal])

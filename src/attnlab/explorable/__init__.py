@@ -1,0 +1,33 @@
+"""Explorable figures: sliders and menus that work in the static book.
+
+Each figure is an Altair (Vega-Lite) chart whose data ``attnlab`` computes on a grid
+of control settings, by the same functions the chapter teaches; the browser only
+picks the rows of the current setting. In the built book the chart is an HTML output
+that loads Vega from the book's own ``_static/vega/`` folder (no network, no
+kernel); in Jupyter or Colab it is an ordinary Altair chart (:func:`show`).
+"""
+
+from attnlab.explorable.addressing import ntm_addressing
+from attnlab.explorable.lookup import score_menu, soft_dictionary
+from attnlab.explorable.page import (
+    OKABE_ITO,
+    TOLERANCE,
+    VENDOR_URL,
+    VENDORED,
+    for_static_book,
+    html,
+    show,
+)
+
+__all__ = [
+    "OKABE_ITO",
+    "TOLERANCE",
+    "VENDORED",
+    "VENDOR_URL",
+    "for_static_book",
+    "html",
+    "ntm_addressing",
+    "score_menu",
+    "show",
+    "soft_dictionary",
+]

@@ -1,0 +1,161 @@
+"""What the headless-Chromium tests share: the browser, a local server, and the explorable figures' data, read both
+from the chart's spec and from what Vega drew.
+
+A test that needs the browser calls `chromium_or_skip()` (a missing browser is a skip, or a failure where
+ATTNLAB_REQUIRE_BOOK=1); `explorable_page(charts)` draws `attnlab.explorable` charts on a page of their own, served
+with the vendored Vega, without building the book.
+"""
+
+import contextlib
+import functools
+import http.server
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.notebook_files import ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+REQUIRED = os.environ.get("ATTNLAB_REQUIRE_BOOK") == "1"
+VENDOR = ROOT / "book" / "_static" / "vega"
+
+# The data of the items drawn by the mark `mark` of the chart `view` (Vega-Lite names a sub-chart's marks
+# "<name>_marks"), in the order drawn.
+DRAWN = """([view, mark]) => {
+  const found = [];
+  const walk = (node) => {
+    if (node.marktype && node.name === mark) { found.push(...node.items.map(i => i.datum)); return; }
+    (node.items || []).forEach(walk);
+  };
+  walk(window.attnlabViews[view].scenegraph().root);
+  return found;
+}"""
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """Serve ``directory`` on 127.0.0.1; yield its address."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(directory)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+def chromium_or_skip():
+    """Playwright's sync API, or a skip when there is no browser (a failure where ATTNLAB_REQUIRE_BOOK=1)."""
+    if not Path(CHROMIUM).exists():
+        if REQUIRED:
+            raise RuntimeError(f"the browser tests need {CHROMIUM}")
+        pytest.skip(f"no chromium at {CHROMIUM}")
+    return pytest.importorskip("playwright.sync_api")
+
+
+@contextlib.contextmanager
+def browser() -> Iterator[object]:
+    """A headless Chromium."""
+    with chromium_or_skip().sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+# ---- the explorable figures ------------------------------------------------------------------------------------
+
+def rows_of(chart, name: str) -> list[dict]:
+    """The rows of the sub-chart called ``name`` in the chart's Vega-Lite spec."""
+
+    def find(spec: dict) -> dict | None:
+        if spec.get("name") == name:
+            return spec
+        children = [c for part in ("hconcat", "vconcat", "layer", "concat") for c in spec.get(part, [])]
+        return next((found for c in children if (found := find(c)) is not None), None)
+
+    spec = chart.to_dict()
+    found = find(spec)
+    assert found is not None, f"no sub-chart named {name!r}"
+    source = found["data"]
+    return source["values"] if "values" in source else spec["datasets"][source["name"]]
+
+
+def pick(rows: list[dict], **setting) -> list[dict]:
+    """The rows whose fields equal ``setting`` (floats within 1e-9)."""
+    return [r for r in rows if all(abs(r[k] - v) < 1e-9 if isinstance(v, float) else r[k] == v
+                                   for k, v in setting.items())]
+
+
+@contextlib.contextmanager
+def explorable_page(charts: dict[str, object]) -> Iterator[tuple[object, list[str], list[str], float]]:
+    """Open one page holding ``charts`` (chart name -> Altair chart), as ``attnlab.explorable.html`` writes them.
+
+    Yields the tab, the console errors, the URLs requested and the seconds from the load event until every chart
+    was drawn.
+    """
+    from attnlab import explorable
+
+    with contextlib.ExitStack() as stack:
+        site = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        shutil.copytree(VENDOR, site / "_static" / "vega")
+        (site / "notebooks").mkdir()
+        outputs = [explorable.html(chart, name, f"Explorable {name}.").data for name, chart in charts.items()]
+        (site / "notebooks" / "page.html").write_text(
+            "<!doctype html><html><head><meta charset='utf-8'><title>explorables</title>"
+            f"<link rel='icon' href='data:,'></head><body>{''.join(outputs)}</body></html>")
+        address = stack.enter_context(serve(site))
+        chromium = stack.enter_context(browser())
+        tab = chromium.new_page(viewport={"width": 1280, "height": 900})
+        errors, requests = [], []
+        tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.on("request", lambda request: requests.append(request.url))
+        tab.goto(f"{address}/notebooks/page.html", wait_until="load")
+        loaded = time.perf_counter()
+        tab.wait_for_function(f"window.attnlabViews && Object.keys(window.attnlabViews).length === {len(charts)}",
+                              timeout=20_000)
+        yield tab, errors, requests, time.perf_counter() - loaded
+
+
+def drawn(tab, view: str, mark: str) -> list[dict]:
+    """The data of the items that ``mark`` of the chart ``view`` draws now."""
+    return tab.evaluate(DRAWN, [view, mark])
+
+
+def after(tab, action, view: str, mark: str) -> tuple[list[dict], float]:
+    """Do ``action``, wait until the data drawn by ``mark`` change; return them and the seconds that took."""
+    before = tab.evaluate(f"args => JSON.stringify(({DRAWN})(args))", [view, mark])
+    start = time.perf_counter()
+    action()
+    tab.wait_for_function(f"([view, mark, before]) => JSON.stringify(({DRAWN})([view, mark])) !== before",
+                          arg=[view, mark, before], timeout=10_000)
+    return drawn(tab, view, mark), time.perf_counter() - start
+
+
+def slide(tab, chart: str, label: str, key: str):
+    """An action: focus the slider labelled ``label`` (its start) and press ``key``."""
+    return lambda: (tab.locator(f"#{chart} .vega-bindings").get_by_label(label).focus(), tab.keyboard.press(key))
+
+
+def choose(tab, chart: str, label: str, option: str):
+    """An action: pick ``option`` in the menu labelled ``label``."""
+    return lambda: tab.locator(f"#{chart} .vega-bindings").get_by_label(label).select_option(option)
+
+
+def signal(tab, view: str, name: str):
+    """The current value of the chart's parameter ``name``."""
+    return tab.evaluate("([view, name]) => window.attnlabViews[view].signal(name)", [view, name])
