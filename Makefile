@@ -16,11 +16,20 @@ $(STAMP): requirements.lock pyproject.toml
 
 # Every notebook executed afresh, two at a time (one thread each; the appendix, which times code, alone at the
 # end), into the cache that the build then reads: an empty cache first, so a change in src/ never hides behind it.
+# `make book EDITION=student`: the students' edition, worked solutions and solution code left out, made from the
+# full build's executed notebooks (built first if missing) into _build/student-edition/html.
 book: $(STAMP)
+ifeq ($(EDITION),student)
+	test -f _build/html/index.html || $(MAKE) book EDITION=
+	ATTNLAB_PROGRESS=lines $(BIN)/python scripts/student_edition.py --cache _build/.jupyter_cache --out _build/student-edition
+else ifeq ($(EDITION),)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/.jupyter_cache
 	ATTNLAB_PROGRESS=lines ATTNLAB_STRICT=1 $(BIN)/python scripts/execute_book.py --cache _build/.jupyter_cache --workers 2 \
 		--alone notebooks/appendix_attention_costs.ipynb -- notebooks/*.ipynb
 	ATTNLAB_PROGRESS=lines $(BIN)/jupyter-book build . --all -W --keep-going
+else
+	@echo "EDITION is student, or unset for the full edition; got '$(EDITION)'" && exit 2
+endif
 
 # Every chapter in full under the robustness conditions (other seed offsets, torch's non-vectorised kernels, no
 # thread setting), two at a time: the table of every recorded run goes to _build/robust/ and to the reproducing
@@ -31,15 +40,20 @@ robust: $(STAMP)
 		$(if $(CONDITION),--condition "$(CONDITION)") $(if $(CHAPTERS)$(CONDITION),,--fresh) \
 		$(if $(CHAPTERS),$(foreach c,$(CHAPTERS),notebooks/$(c)_*.ipynb),notebooks/[01]*_*.ipynb)
 
-# An offline copy: MathJax from the npm registry, served from _build/html/_static instead of a CDN.
+# An offline copy: MathJax from the npm registry, served from _build/html/_static instead of a CDN (and from the
+# students' edition's own _static, when that edition is built).
 offline: $(STAMP)
-	test -f _build/html/index.html || $(MAKE) book
+	test -f _build/html/index.html || $(MAKE) book EDITION=
 	npm install --silent --no-save --no-package-lock --prefix _build/offline mathjax@3.2.2
 	$(BIN)/python scripts/offline_book.py _build/html _build/offline/node_modules/mathjax
+	if [ -f _build/student-edition/html/index.html ]; then \
+		$(BIN)/python scripts/offline_book.py _build/student-edition/html _build/offline/node_modules/mathjax; fi
 
-# Every page of the built book in headless Chromium (Debian's chromium package).
+# Every page of both built editions in headless Chromium (Debian's chromium package), and no solution in the
+# students' edition.
 browser-test: $(STAMP)
-	ATTNLAB_REQUIRE_BOOK=1 $(BIN)/pytest tests/test_book_in_browser.py tests/test_explorables_in_book.py tests/test_links.py -p no:cacheprovider
+	ATTNLAB_REQUIRE_BOOK=1 $(BIN)/pytest tests/test_book_in_browser.py tests/test_explorables_in_book.py tests/test_links.py \
+		tests/test_student_edition.py -p no:cacheprovider
 
 # Two pytest workers (pytest-xdist), each test file and each notebook on one of them, one thread each.
 test: $(STAMP)

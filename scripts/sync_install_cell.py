@@ -9,7 +9,8 @@ The sources: ``repository.url`` (with ``branch`` and ``path_to_book``) in ``_con
 - ``_config.yml``: the address of the published book (``html.baseurl``, the GitHub Pages site of the repository),
   the version in the page footer (``html.extra_footer``) and the substitution ``{{ attnlab_version }}``;
 - ``README.md``: its links to the published book and to the notebooks in Colab, and its table of chapters (one
-  row per notebook of ``_toc.yml``, with its title and its "Open in Colab" link).
+  row per notebook of ``_toc.yml``, with its title and its "Open in Colab" link);
+- ``book/instructors.md``: its link to the students' edition (under the published book's address).
 
     python scripts/sync_install_cell.py           # rewrite whatever differs and list the files it changed
     python scripts/sync_install_cell.py --check   # change nothing; exit 1 and list the files out of date
@@ -164,6 +165,9 @@ def synced_files(root: Path = ROOT) -> dict[Path, str]:
     text = COLAB_LINK.sub(colab_prefix(cfg), text)
     text = _replace_chapters(text, chapters_table(root, cfg))
     texts[root / "README.md"] = text
+    # the instructors' page links to the students' edition, published under the book's address
+    text = (root / "book" / "instructors.md").read_text()
+    texts[root / "book" / "instructors.md"] = PAGES_LINK.sub(pages_url(url), text)
     return texts
 
 

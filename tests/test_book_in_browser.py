@@ -1,57 +1,60 @@
-"""The built book as a reader sees it: every page in headless Chromium, served from 127.0.0.1.
+"""The built book as a reader sees it: every page of both editions in headless Chromium, served from 127.0.0.1.
 
-Runs after `make book` (and `make offline`, so MathJax is served from the build); without a built book it is
-skipped, unless ATTNLAB_REQUIRE_BOOK=1 (as in .ci/run), where a missing book or browser is a failure.
+Runs after `make book` and `make book EDITION=student` (and `make offline`, so MathJax is served from the full
+build); without a built book it is skipped, unless ATTNLAB_REQUIRE_BOOK=1 (as in .ci/run), where a missing edition
+or browser is a failure. The students' edition (worked solutions left out) must have every page of the full one.
 """
 
-import functools
-import http.server
-import os
 import re
-import shutil
-import threading
 from pathlib import Path
 
 import pytest
 
+from tests.browser import CHROMIUM, REQUIRED, serve
+from tests.browser import browser as open_browser
 from tests.notebook_files import NOTEBOOKS, ROOT
 
-HTML = ROOT / "_build" / "html"
+EDITIONS = {"full": ROOT / "_build" / "html", "student": ROOT / "_build" / "student-edition" / "html"}
+HTML = EDITIONS["full"]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-REQUIRED = os.environ.get("ATTNLAB_REQUIRE_BOOK") == "1"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
-if not (HTML / "index.html").exists() or not Path(CHROMIUM).exists():
+missing = [edition for edition, html in EDITIONS.items() if not (html / "index.html").exists()]
+if missing or not Path(CHROMIUM).exists():
     if REQUIRED:
-        raise RuntimeError(f"the browser test needs {HTML / 'index.html'} (make book) and {CHROMIUM}")
-    pytest.skip("no built book or no chromium: run `make book` first", allow_module_level=True)
-playwright_api = pytest.importorskip("playwright.sync_api")
+        raise RuntimeError(f"the browser test needs both editions (missing: {missing}: make book, make book "
+                           f"EDITION=student) and {CHROMIUM}")
+    pytest.skip("no built book or no chromium: run `make book` and `make book EDITION=student` first",
+                allow_module_level=True)
+pytest.importorskip("playwright.sync_api")
 
-PAGES = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
-               if p.parts[len(HTML.parts)] not in ("_static", "_sources", "reports", "_images")
-               and p.name not in ("genindex.html", "search.html", "index.html"))
+
+def pages(html: Path) -> list[str]:
+    return sorted(str(p.relative_to(html)) for p in html.rglob("*.html")
+                  if p.parts[len(html.parts)] not in ("_static", "_sources", "reports", "_images")
+                  and p.name not in ("genindex.html", "search.html", "index.html"))
+
+
+PAGES = pages(HTML)
 CHAPTERS = [f"notebooks/{p.stem}.html" for p in NOTEBOOKS]
+# The branch whose notebooks each edition's Colab buttons open.
+BRANCHES = {"full": "main", "student": "students"}
 
 
 @pytest.fixture(scope="module")
-def server():
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(HTML))
-    handler.log_message = lambda *args: None
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+def servers():
+    with serve(EDITIONS["full"]) as full, serve(EDITIONS["student"]) as student:
+        yield {"full": full, "student": student}
+
+
+@pytest.fixture(scope="module")
+def server(servers):
+    return servers["full"]
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with open_browser() as chromium:
         yield chromium
-        chromium.close()
 
 
 def open_page(browser, url: str):
@@ -100,9 +103,14 @@ def test_every_chapter_is_built():
     assert set(CHAPTERS) <= set(PAGES)
 
 
+def test_the_students_edition_has_every_page():
+    assert pages(EDITIONS["student"]) == PAGES
+
+
 @pytest.mark.parametrize("name", PAGES)
-def test_page(browser, server, name):
-    page, errors = open_page(browser, f"{server}/{name}")
+@pytest.mark.parametrize("edition", sorted(EDITIONS))
+def test_page(browser, servers, edition, name):
+    page, errors = open_page(browser, f"{servers[edition]}/{name}")
     try:
         assert page.title().strip(), "the page has no title"
         wait_for_math(page)
@@ -129,9 +137,11 @@ def test_page(browser, server, name):
         if name in CHAPTERS:
             colab = page.evaluate("Array.from(document.querySelectorAll('a')).map(a => a.href)"
                                   ".filter(h => h.includes('colab.research.google.com'))")
-            assert colab and all(h.endswith(name.replace(".html", ".ipynb")) for h in colab), colab
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"{Path(name).stem}.png"), full_page=False)
+            notebook = f"/blob/{BRANCHES[edition]}/{name.replace('.html', '.ipynb')}"
+            assert colab and all(h.endswith(notebook) for h in colab), colab
+            if edition == "full":
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SCREENSHOTS / f"{Path(name).stem}.png"), full_page=False)
     finally:
         page.close()
 
@@ -145,8 +155,9 @@ def test_sidebar_reaches_every_chapter(browser, server):
     assert not missing, f"chapters missing from the sidebar: {missing}"
 
 
-def test_search_finds_pointer(browser, server):
-    page, errors = open_page(browser, f"{server}/search.html?q=pointer")
+@pytest.mark.parametrize("edition", sorted(EDITIONS))
+def test_search_finds_pointer(browser, servers, edition):
+    page, errors = open_page(browser, f"{servers[edition]}/search.html?q=pointer")
     page.wait_for_selector("#search-results ul.search li", timeout=20_000)
     assert page.locator("#search-results ul.search li").count() >= 1
     page.close()
