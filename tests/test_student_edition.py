@@ -93,6 +93,7 @@ def test_a_students_page_keeps_the_rest_of_the_chapter(path):
             assert after.source == before.source or index in answers
             if index in answers:
                 assert all(stub in after.source for stub in STUB), f"cell {index} has no stub"
+                assert "hide-input" not in after.metadata.get("tags", []), f"cell {index}: the stub is folded"
         else:
             assert after == before, f"cell {index} changed"
 

@@ -8,8 +8,8 @@ cache), so nothing runs twice and both editions show the same results. For every
 exercise (:func:`attnlab.homework.exercises`):
 
 - a code exercise's solution cell keeps only the stub of the students' notebook
-  (``# YOUR CODE HERE``), without outputs, and its check cell loses its outputs
-  (they report on the worked solution);
+  (``# YOUR CODE HERE``), shown open, without outputs, and its check cell loses its
+  outputs (they report on the worked solution);
 - a written exercise's worked answer is left out.
 
 :func:`solution_texts` lists what must appear nowhere in that edition; the test of
@@ -33,6 +33,8 @@ from attnlab.homework import (
 # A line of solution code shorter than this (``return out``) says nothing of the
 # answer; a worked answer is compared as runs of this many words.
 MIN_LINE, SHINGLE = 20, 8
+# The tags with which the full edition folds a worked solution's code.
+FOLDED = ("hide-input", "hide-cell", "hide-output")
 
 
 def student_page(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -46,6 +48,9 @@ def student_page(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 page.cells[index].execution_count = None
             answer = page.cells[exercise.answer]
             answer.source = strip_solution_code(answer.source)
+            # the full edition folds the worked solution; the stub is shown open
+            tags = answer.metadata.get("tags", [])
+            answer.metadata["tags"] = [t for t in tags if t not in FOLDED]
         else:
             left_out.add(exercise.answer)
     page.cells = [c for i, c in enumerate(page.cells) if i not in left_out]
