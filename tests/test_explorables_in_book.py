@@ -30,6 +30,9 @@ pytest.importorskip("playwright.sync_api")
 EXPLORABLES = {
     "notebooks/01_context_sensitive_memory.html": {"soft-lookup": "weights_marks"},
     "notebooks/02_scoring_functions.html": {"score-menu": "weights_marks"},
+    "notebooks/06_soft_and_hard_attention.html": {"reinforce-draws": "estimates_marks"},
+    "notebooks/07_parameterized_attention.html": {"dk-scaling": "weights_marks"},
+    "notebooks/08_transformer.html": {"transformer-heads": "weights_marks"},
     "notebooks/09_neural_turing_machines.html": {"ntm-addressing": "step4_marks"},
 }
 # The drawn data as JSON, to compare before and after a control moved.

@@ -8,6 +8,7 @@ kernel); in Jupyter or Colab it is an ordinary Altair chart (:func:`show`).
 """
 
 from attnlab.explorable.addressing import ntm_addressing
+from attnlab.explorable.heads import transformer_heads
 from attnlab.explorable.lookup import score_menu, soft_dictionary
 from attnlab.explorable.page import (
     OKABE_ITO,
@@ -18,16 +19,21 @@ from attnlab.explorable.page import (
     html,
     show,
 )
+from attnlab.explorable.sampling import reinforce_draws
+from attnlab.explorable.scaling import dk_scaling
 
 __all__ = [
     "OKABE_ITO",
     "TOLERANCE",
     "VENDORED",
     "VENDOR_URL",
+    "dk_scaling",
     "for_static_book",
     "html",
     "ntm_addressing",
+    "reinforce_draws",
     "score_menu",
     "show",
     "soft_dictionary",
+    "transformer_heads",
 ]
