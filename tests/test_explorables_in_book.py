@@ -32,6 +32,8 @@ EXPLORABLES = {
     "notebooks/01_context_sensitive_memory.html": {"soft-lookup": "weights_marks"},
     "notebooks/02_scoring_functions.html": {"score-menu": "weights_marks"},
     "notebooks/09_neural_turing_machines.html": {"ntm-addressing": "step4_marks"},
+    "notebooks/10_pointer_networks.html": {"pointer-steps": "pointer_layer_1_marks"},
+    "notebooks/11_pointer_networks_tsp.html": {"tour-steps": "cities_marks"},
 }
 # The drawn data as JSON, to compare before and after a control moved.
 DRAWN_JSON = f"args => JSON.stringify(({DRAWN})(args))"

@@ -20,6 +20,7 @@ from attnlab.explorable.page import (
     show,
     static_image,
 )
+from attnlab.explorable.pointing import pointer_steps, tour_steps
 
 __all__ = [
     "OKABE_ITO",
@@ -29,8 +30,10 @@ __all__ = [
     "for_static_book",
     "html",
     "ntm_addressing",
+    "pointer_steps",
     "score_menu",
     "show",
     "soft_dictionary",
     "static_image",
+    "tour_steps",
 ]
