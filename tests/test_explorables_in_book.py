@@ -2,8 +2,9 @@
 
 Runs after `make book`; without a built book it is skipped, unless ATTNLAB_REQUIRE_BOOK=1, where a missing book
 or browser is a failure (as in tests/test_book_in_browser.py). It reads each chapter page from a local server,
-waits for the chart that `attnlab.explorable` put there, then moves each slider with the keyboard and picks
-another option of each menu, and checks that the chart's drawn marks and its signal follow, within a second.
+waits for the chart that `attnlab.explorable` put there (and its static image, for print and readers without
+scripts, hidden on screen), then moves each slider with the keyboard and picks another option of each menu, and
+checks that the chart's drawn marks and its signal follow, within a second.
 """
 
 import os
@@ -34,6 +35,8 @@ EXPLORABLES = {
     "notebooks/07_parameterized_attention.html": {"dk-scaling": "weights_marks"},
     "notebooks/08_transformer.html": {"transformer-heads": "weights_marks"},
     "notebooks/09_neural_turing_machines.html": {"ntm-addressing": "step4_marks"},
+    "notebooks/10_pointer_networks.html": {"pointer-steps": "pointer_layer_1_marks"},
+    "notebooks/11_pointer_networks_tsp.html": {"tour-steps": "cities_marks"},
 }
 # The drawn data as JSON, to compare before and after a control moved.
 DRAWN_JSON = f"args => JSON.stringify(({DRAWN})(args))"
@@ -74,6 +77,9 @@ def test_every_control_moves_the_chart(browser, server, name):
             page.wait_for_function("view => window.attnlabViews && window.attnlabViews[view]", arg=view,
                                    timeout=10_000)
             assert page.locator(f"#{view}[aria-label]").count() == 1, "the chart has no text alternative"
+            fallback = page.locator(f"#{view}-figure img.attnlab-fallback")
+            assert fallback.count() == 1 and fallback.get_attribute("alt"), "no static image for print and no scripts"
+            assert not fallback.is_visible(), "the static image is on screen beside the live chart"
             controls = page.locator(f"#{view} .vega-bindings label")
             assert controls.count() >= 1, "the chart has no controls"
             for index in range(controls.count()):

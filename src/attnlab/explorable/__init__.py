@@ -4,7 +4,8 @@ Each figure is an Altair (Vega-Lite) chart whose data ``attnlab`` computes on a 
 of control settings, by the same functions the chapter teaches; the browser only
 picks the rows of the current setting. In the built book the chart is an HTML output
 that loads Vega from the book's own ``_static/vega/`` folder (no network, no
-kernel); in Jupyter or Colab it is an ordinary Altair chart (:func:`show`).
+kernel), with a static image of itself for readers without scripts and for print;
+in Jupyter or Colab it is an ordinary Altair chart (:func:`show`).
 """
 
 from attnlab.explorable.addressing import ntm_addressing
@@ -18,7 +19,9 @@ from attnlab.explorable.page import (
     for_static_book,
     html,
     show,
+    static_image,
 )
+from attnlab.explorable.pointing import pointer_steps, tour_steps
 from attnlab.explorable.sampling import reinforce_draws
 from attnlab.explorable.scaling import dk_scaling
 
@@ -31,9 +34,12 @@ __all__ = [
     "for_static_book",
     "html",
     "ntm_addressing",
+    "pointer_steps",
     "reinforce_draws",
     "score_menu",
     "show",
     "soft_dictionary",
+    "static_image",
+    "tour_steps",
     "transformer_heads",
 ]

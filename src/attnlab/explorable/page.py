@@ -1,12 +1,23 @@
 """How an explorable figure reaches the page: an HTML output that draws the Altair
 chart with the book's own copy of Vega in the static book, the chart itself in
-Jupyter and Colab."""
+Jupyter and Colab.
+
+In the static book each chart also carries a static image of itself at its initial
+control values, drawn at build time (``vl-convert-python``, the optional extra
+``attnlab[book]``): a reader without scripts sees the image, with the description as
+its text alternative, and a printed page shows the image instead of the live chart
+and its controls, so that paper holds the setting the caption and the prose
+describe.
+"""
 
 from __future__ import annotations
 
+import base64
 import html as html_text
 import json
 import os
+import warnings
+import xml.etree.ElementTree as ElementTree
 
 import altair as alt
 from IPython.display import HTML
@@ -28,6 +39,23 @@ OKABE_ITO = [
 ]
 TOLERANCE = 1e-6  # how close a grid value must be to a control's value
 
+# The static image is shown where scripts do not run, and in print; on screen, a
+# page whose scripts run hides it (the class attnlab-scripted, set before the image
+# is drawn) unless the live chart fails to draw.
+FALLBACK_CSS = (
+    "<style>\n"
+    ".attnlab-fallback { display: block; max-width: 100%; height: auto; }\n"
+    ".attnlab-scripted .attnlab-fallback { display: none; }\n"
+    "@media print {\n"
+    "  .attnlab-scripted .attnlab-fallback { display: block; }\n"
+    "  .attnlab-explorable .attnlab-live { display: none; }\n"
+    "}\n"
+    "</style>"
+)
+
+# Marks the figure as drawn by script (the class that hides the image on screen).
+SCRIPTED = 'document.currentScript.parentNode.classList.add("attnlab-scripted")'
+
 
 def for_static_book() -> bool:
     """Whether this kernel runs for the static book (``make book`` sets
@@ -35,16 +63,40 @@ def for_static_book() -> bool:
     return os.environ.get("ATTNLAB_PROGRESS") == "lines"
 
 
+def static_image(spec: dict) -> tuple[str, int, int] | None:
+    """The Vega-Lite ``spec`` drawn at its initial control values, as an SVG
+    ``data:`` URL, with its width and height in pixels; ``None`` (and a warning)
+    where ``vl-convert-python`` is not installed."""
+    try:
+        import vl_convert
+    except ImportError:
+        warnings.warn(
+            "no static image for the explorable figure: install vl-convert-python"
+            " (pip install 'attnlab[book]')",
+            stacklevel=3,
+        )
+        return None
+    major, minor = VENDORED["vega-lite"].split(".")[:2]
+    svg = vl_convert.vegalite_to_svg(spec, vl_version=f"v{major}_{minor}")
+    root = ElementTree.fromstring(svg)
+    width, height = (round(float(root.get(side))) for side in ("width", "height"))
+    url = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+    return url, width, height
+
+
 def html(chart: alt.TopLevelMixin, name: str, description: str) -> HTML:
     """The chart as an HTML output that draws itself from the vendored Vega files.
 
     ``name`` (letters, digits, ``-``) names the chart on the page:
     ``window.attnlabViews[name]`` holds its Vega view once drawn. ``description`` is
-    the text alternative, shown under the chart and given to screen readers.
+    the text alternative, shown under the chart and given to screen readers. A
+    static image of the chart at its initial control values (:func:`static_image`)
+    stands in for it without scripts and in print.
     """
     if not name.replace("-", "").isalnum():
         raise ValueError(f"name must be letters, digits and '-', got {name!r}")
-    spec = json.dumps(chart.properties(description=description).to_dict())
+    spec_dict = chart.properties(description=description).to_dict()
+    spec = json.dumps(spec_dict)
     scripts = "\n".join(
         f'<script src="{VENDOR_URL}/{package}-{version}.min.js"></script>'
         for package, version in VENDORED.items()
@@ -52,17 +104,35 @@ def html(chart: alt.TopLevelMixin, name: str, description: str) -> HTML:
     # "</" would end the inline script early
     spec = spec.replace("</", "<\\/")
     caption = html_text.escape(description)
+    image = static_image(spec_dict)
+    fallback = ""
+    if image is not None:
+        url, width, height = image
+        fallback = (
+            f'<img class="attnlab-fallback" src="{url}" width="{width}"'
+            f' height="{height}" alt="{caption}">\n'
+        )
     return HTML(
-        '<figure class="attnlab-explorable"'
+        f'{FALLBACK_CSS}\n<figure class="attnlab-explorable" id="{name}-figure"'
         f' aria-describedby="{name}-description">\n'
-        f'<div id="{name}"></div>\n'
+        # before the image is drawn: no flash of it where scripts run
+        f"<script>{SCRIPTED}</script>\n"
+        f'<div id="{name}" class="attnlab-live"></div>\n{fallback}'
         f'<figcaption id="{name}-description">{caption}</figcaption>\n'
         f"</figure>\n{scripts}\n<script>\n"
-        f'vegaEmbed("#{name}", {spec}, {{"actions": false, "renderer": "svg"}})'
+        "(function () {\n"
+        f'  var figure = document.getElementById("{name}-figure");\n'
+        "  // the live chart failed to draw: the static image comes back\n"
+        "  var unscripted = function () {\n"
+        '    figure.classList.remove("attnlab-scripted");\n'
+        "  };\n"
+        '  if (typeof vegaEmbed !== "function") { unscripted(); return; }\n'
+        f'  vegaEmbed("#{name}", {spec}, {{"actions": false, "renderer": "svg"}})'
         ".then(function (result) {\n"
-        "  window.attnlabViews = window.attnlabViews || {};\n"
-        f'  window.attnlabViews["{name}"] = result.view;\n'
-        "});\n</script>"
+        "    window.attnlabViews = window.attnlabViews || {};\n"
+        f'    window.attnlabViews["{name}"] = result.view;\n'
+        "  }, function (error) { unscripted(); throw error; });\n"
+        "})();\n</script>"
     )
 
 
