@@ -30,6 +30,9 @@ pytest.importorskip("playwright.sync_api")
 EXPLORABLES = {
     "notebooks/01_context_sensitive_memory.html": {"soft-lookup": "weights_marks"},
     "notebooks/02_scoring_functions.html": {"score-menu": "weights_marks"},
+    "notebooks/03_encoder_decoder.html": {"decoder-steps": "top_words_marks"},
+    "notebooks/04_bahdanau_attention.html": {"alignment-heatmap": "step_weights_marks"},
+    "notebooks/05_luong_attention.html": {"local-window": "local_weights_1_marks"},
     "notebooks/09_neural_turing_machines.html": {"ntm-addressing": "step4_marks"},
 }
 # The drawn data as JSON, to compare before and after a control moved.

@@ -8,6 +8,8 @@ kernel); in Jupyter or Colab it is an ordinary Altair chart (:func:`show`).
 """
 
 from attnlab.explorable.addressing import ntm_addressing
+from attnlab.explorable.alignment import alignment_heatmaps, local_window_weights
+from attnlab.explorable.decoding import decoder_steps
 from attnlab.explorable.lookup import score_menu, soft_dictionary
 from attnlab.explorable.page import (
     OKABE_ITO,
@@ -24,8 +26,11 @@ __all__ = [
     "TOLERANCE",
     "VENDORED",
     "VENDOR_URL",
+    "alignment_heatmaps",
+    "decoder_steps",
     "for_static_book",
     "html",
+    "local_window_weights",
     "ntm_addressing",
     "score_menu",
     "show",
