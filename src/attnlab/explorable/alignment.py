@@ -79,6 +79,8 @@ def alignment_heatmaps(
         bind=alt.binding_select(options=names, name="sentence "),
     )
     longest = max(len(e.target) for e in examples)
+    # one size for every sentence, so that the page does not jump when it changes
+    size = 14 * max(longest, max(len(e.source) for e in examples))
     step = slider("step", "output step", list(range(1, longest + 1)), 1)
     this_sentence = "datum.sentence == sentence"
     this_step = f"{this_sentence} && datum.step == min(step, datum.last)"
@@ -123,7 +125,7 @@ def alignment_heatmaps(
         truth,
         current,
         title="attention weights (squares: the true alignment)",
-    ).properties(width=alt.Step(14), height=alt.Step(14))
+    ).properties(width=size, height=size)
     colour = alt.Scale(
         domain=["the true source word", "another source word"],
         range=[OKABE_ITO[4], OKABE_ITO[1]],
@@ -154,7 +156,7 @@ def alignment_heatmaps(
                 alt.Tooltip("weight:Q", title="weight", format=".3f"),
             ],
         )
-        .properties(width=alt.Step(14), height=140)
+        .properties(width=size, height=140)
     )
     return (
         alt.vconcat(heatmap, bars)
