@@ -9,6 +9,8 @@ in Jupyter or Colab it is an ordinary Altair chart (:func:`show`).
 """
 
 from attnlab.explorable.addressing import ntm_addressing
+from attnlab.explorable.alignment import alignment_heatmaps, local_window_weights
+from attnlab.explorable.decoding import decoder_steps
 from attnlab.explorable.heads import transformer_heads
 from attnlab.explorable.lookup import score_menu, soft_dictionary
 from attnlab.explorable.page import (
@@ -30,9 +32,12 @@ __all__ = [
     "TOLERANCE",
     "VENDORED",
     "VENDOR_URL",
+    "alignment_heatmaps",
+    "decoder_steps",
     "dk_scaling",
     "for_static_book",
     "html",
+    "local_window_weights",
     "ntm_addressing",
     "pointer_steps",
     "reinforce_draws",
