@@ -182,3 +182,20 @@ def test_ntm_addressing_controls(page, charts):
         assert [signal(tab, "ntm-addressing", n) for n in ("beta", "g", "shift", "gamma")] == list(setting)
         assert [d["row"] for d in drawn] == list(range(8))
         assert [d["weight"] for d in drawn] == pytest.approx(ntm_expected(charts["inputs"], *setting), abs=1e-6)
+
+
+def test_every_chapter_shows_an_explorable_the_book_test_moves():
+    """Each chapter (1-11) shows at least one explorable figure, and tests/test_explorables_in_book.py moves its
+    controls in the built book."""
+    import ast
+
+    from tests.notebook_files import CHAPTERS, ROOT, code_cells, read
+
+    book_test = ast.parse((ROOT / "tests" / "test_explorables_in_book.py").read_text())
+    listed = next(ast.literal_eval(node.value) for node in book_test.body
+                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "EXPLORABLES")
+    for path in CHAPTERS:
+        names = [m for cell in code_cells(read(path)) if "explorable.show(" in cell.source
+                 for m in re.findall(r'name="([\w-]+)"', cell.source)]
+        assert names, f"{path.name} shows no explorable figure"
+        assert set(names) <= set(listed.get(f"notebooks/{path.stem}.html", {})), f"{path.name}: {names} not in EXPLORABLES"
