@@ -131,6 +131,16 @@ def explorable_page(charts: dict[str, object]) -> Iterator[tuple[object, list[st
         yield tab, errors, requests, time.perf_counter() - loaded
 
 
+def check_local_and_ready(opened, charts: int) -> None:
+    """What every explorable page must be: it requested nothing but 127.0.0.1, logged no error, drew its ``charts``
+    charts, each with its text alternative, within a second of the load event."""
+    tab, errors, requests, ready = opened
+    assert all(url.startswith("http://127.0.0.1:") for url in requests), requests
+    assert not errors, errors
+    assert ready < 1.0, f"the charts took {ready:.2f} s after the load event to be drawn"
+    assert tab.locator(".vega-embed[aria-label^='Explorable ']").count() == charts
+
+
 def drawn(tab, view: str, mark: str) -> list[dict]:
     """The data of the items that ``mark`` of the chart ``view`` draws now."""
     return tab.evaluate(DRAWN, [view, mark])

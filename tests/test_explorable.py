@@ -14,6 +14,7 @@ from attnlab.ntm import address
 from tests.browser import (
     VENDOR,
     after,
+    check_local_and_ready,
     choose,
     explorable_page,
     pick,
@@ -136,11 +137,7 @@ def page(charts):
 
 
 def test_page_is_local_and_ready_within_a_second(page):
-    tab, errors, requests, ready = page
-    assert all(url.startswith("http://127.0.0.1:") for url in requests), requests
-    assert not errors, errors
-    assert ready < 1.0, f"the charts took {ready:.2f} s after the load event to be drawn"
-    assert tab.locator(".vega-embed[aria-label^='Explorable ']").count() == 3  # each chart's description
+    check_local_and_ready(page, charts=3)
 
 
 def test_soft_dictionary_controls(page, memory):

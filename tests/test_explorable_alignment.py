@@ -18,6 +18,7 @@ from attnlab.tasks.translation import (
 )
 from tests.browser import (
     after,
+    check_local_and_ready,
     choose,
     explorable_page,
     pick,
@@ -144,10 +145,7 @@ def page(charts):
 
 
 def test_page_is_local_and_quiet(page):
-    tab, errors, requests, ready = page
-    assert all(url.startswith("http://127.0.0.1:") for url in requests), requests
-    assert not errors, errors
-    assert tab.locator(".vega-embed[aria-label^='Explorable ']").count() == 2
+    check_local_and_ready(page, charts=2)
 
 
 def test_heatmap_controls(page, model, examples):

@@ -14,7 +14,15 @@ from attnlab.tasks.translation import (
 )
 from attnlab.train import seed_everything
 from attnlab.transformer import Transformer, causal_mask
-from tests.browser import after, choose, explorable_page, pick, rows_of, signal
+from tests.browser import (
+    after,
+    check_local_and_ready,
+    choose,
+    explorable_page,
+    pick,
+    rows_of,
+    signal,
+)
 
 SENTENCES = ["big red dogs see cats because old kings love small birds",
              "cats see dogs and dogs see cats",  # words that occur twice
@@ -125,10 +133,7 @@ def page(chart):
 
 
 def test_page_is_local_and_ready(page):
-    tab, errors, requests, ready = page
-    assert all(url.startswith("http://127.0.0.1:") for url in requests), requests
-    assert not errors, errors
-    assert ready < 1.0, f"the chart took {ready:.2f} s after the load event to be drawn"
+    check_local_and_ready(page, charts=1)
 
 
 def test_every_menu_moves_the_heatmap(page, model, examples):

@@ -9,6 +9,7 @@ from attnlab.pointer import PointerNet
 from attnlab.tasks import tsp_data
 from tests.browser import (
     after,
+    check_local_and_ready,
     choose,
     explorable_page,
     pick,
@@ -154,10 +155,8 @@ def page(sorting, touring):
 
 
 def test_page_is_local_and_ready_within_a_second(page):
-    tab, errors, requests, ready = page
-    assert all(url.startswith("http://127.0.0.1:") for url in requests), requests
-    assert not errors, errors
-    assert ready < 1.0, f"the charts took {ready:.2f} s after the load event to be drawn"
+    check_local_and_ready(page, charts=2)
+    tab = page[0]
     for name in ("pointer-steps", "tour-steps"):
         labels = tab.locator(f"#{name} .vega-bindings label .vega-bind-name")
         assert labels.count() >= 2 and all(labels.nth(i).inner_text().strip() for i in range(labels.count()))

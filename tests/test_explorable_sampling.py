@@ -10,6 +10,7 @@ from attnlab.explorable.sampling import per_choice_estimates
 from attnlab.hard_attention import reinforce_loss
 from tests.browser import (
     after,
+    check_local_and_ready,
     choose,
     explorable_page,
     pick,
@@ -98,10 +99,7 @@ def page(chart):
 
 
 def test_page_is_local_and_ready(page):
-    tab, errors, requests, ready = page
-    assert all(url.startswith("http://127.0.0.1:") for url in requests), requests
-    assert not errors, errors
-    assert ready < 1.0, f"the chart took {ready:.2f} s after the load event to be drawn"
+    check_local_and_ready(page, charts=1)
 
 
 def test_every_control_moves_the_estimates(page, draws):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import altair as alt
 import torch
 
-from attnlab.explorable.controls import grid, slider, where
+from attnlab.explorable.controls import example_names, grid, slider, where
 from attnlab.explorable.page import OKABE_ITO
 from attnlab.luong import local_window, window_positions
 from attnlab.seq2seq import Seq2Seq
@@ -47,16 +47,7 @@ def alignment_heatmaps(
     in the menu (default: ``"<S> words"``); squares mark the true alignment.
     """
     maps, _ = attention_maps(model, examples)
-    names = (
-        [f"{len(e.source)} words" for e in examples]
-        if names is None
-        else list(names)
-    )
-    if len(set(names)) != len(examples):
-        raise ValueError(
-            f"names must be {len(examples)} different labels, one per example, got"
-            f" {names}"
-        )
+    names = example_names(examples, names)
     rows = []
     for name, weights, example in zip(names, maps, examples, strict=True):
         for t, row in enumerate(weights.tolist()):

@@ -73,3 +73,17 @@ def select(name: str, label: str, options: Sequence[float]) -> alt.Parameter:
         value=options[len(options) // 2],
         bind=alt.binding_select(options=list(options), name=f"{label} "),
     )
+
+
+def example_names(examples: Sequence, names: Sequence[str] | None) -> list[str]:
+    """Menu labels of translation ``examples``: ``names``, or by default each
+    source's length (``"<S> words"``); they must all differ."""
+    if names is None:
+        names = [f"{len(e.source)} words" for e in examples]
+    labels = list(names)
+    if len(set(labels)) != len(examples):
+        raise ValueError(
+            f"names must be {len(examples)} different labels, one per example, got"
+            f" {labels}"
+        )
+    return labels

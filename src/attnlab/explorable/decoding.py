@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import altair as alt
 import torch
 
-from attnlab.explorable.controls import slider
+from attnlab.explorable.controls import example_names, slider
 from attnlab.explorable.page import OKABE_ITO
 from attnlab.seq2seq import Seq2Seq
 from attnlab.tasks.translation import TARGET_VOCAB, Example, make_batch
@@ -62,16 +62,7 @@ def decoder_steps(
     the menu (default ``"<S> words"``). The chosen word is the most likely one, the
     top bar.
     """
-    names = (
-        [f"{len(e.source)} words" for e in examples]
-        if names is None
-        else list(names)
-    )
-    if len(set(names)) != len(examples):
-        raise ValueError(
-            f"names must be {len(examples)} different labels, one per example, got"
-            f" {names}"
-        )
+    names = example_names(examples, names)
     top_rows, curve_rows = [], []
     longest = 0
     for name, example in zip(names, examples, strict=True):
