@@ -204,6 +204,40 @@ def test_address_is_the_four_steps_in_order(gen):
     torch.testing.assert_close(out.sum(-1), torch.ones(2))
 
 
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_address_heads_equals_address_on_each_head(gen, k):
+    """The fused pipeline NTM.step runs against the four steps the chapter shows, head by head."""
+    batch, heads, n, m = 3, 2, 7, 4
+    d = dict(dtype=torch.float64)
+    memory = torch.randn(batch, n, m, generator=gen, **d)
+    memory[0, 2] = 0.0  # a zero row: cosine 0, not NaN
+    w_prev = torch.softmax(3 * torch.randn(batch, heads, n, generator=gen, **d), -1)
+    key = torch.randn(batch, heads, m, generator=gen, **d)
+    beta = 10 * torch.rand(batch, heads, 1, generator=gen, **d)
+    gate = torch.rand(batch, heads, 1, generator=gen, **d)
+    kernel = torch.softmax(torch.randn(batch, heads, 2 * k + 1, generator=gen, **d), -1)
+    gamma = 1 + 5 * torch.rand(batch, heads, 1, generator=gen, **d)
+    out = ntm.address_heads(memory, w_prev, key, beta, gate, kernel, gamma)
+    assert out.shape == (batch, heads, n)
+    for h in range(heads):
+        expected = ntm.address(memory, w_prev[:, h], key[:, h], beta[:, h, 0], gate[:, h, 0], kernel[:, h],
+                               gamma[:, h, 0])
+        torch.testing.assert_close(out[:, h], expected, rtol=1e-12, atol=1e-12)
+    leaves = [x.requires_grad_(True) for x in (memory, w_prev, key, beta, gate, kernel, gamma)]
+    assert torch.autograd.gradcheck(ntm.address_heads, leaves)
+
+
+def test_address_heads_keeps_zeros_and_a_pure_shift_exact():
+    """A one-hot weighting moved by a pure shift of +1 lands one row down (row N-1 wraps to row 0)."""
+    memory = torch.zeros(1, 5, 2)  # all rows zero: content weights uniform; gate 0 keeps w_prev
+    w_prev = torch.zeros(1, 1, 5)
+    w_prev[0, 0, 4] = 1.0
+    kernel = torch.tensor([[[0.0, 0.0, 1.0]]])
+    one = torch.ones(1, 1, 1)
+    out = ntm.address_heads(memory, w_prev, torch.ones(1, 1, 2), one, 0 * one, kernel, one)
+    assert torch.equal(out, torch.tensor([[[1.0, 0.0, 0.0, 0.0, 0.0]]]))
+
+
 def test_gradcheck_float64():
     gen = torch.Generator().manual_seed(1)
     d = dict(dtype=torch.float64)

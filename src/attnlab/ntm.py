@@ -185,6 +185,46 @@ def address(
     return sharpen(w_shifted, gamma)  # and undo the blur
 
 
+# --- The same pipeline for several heads on one memory, in fewer operations
+# ----------------------------------------
+
+
+def address_heads(
+    memory: torch.Tensor,
+    w_prev: torch.Tensor,
+    key: torch.Tensor,
+    beta: torch.Tensor,
+    gate: torch.Tensor,
+    kernel: torch.Tensor,
+    gamma: torch.Tensor,
+) -> torch.Tensor:
+    """:func:`address` for ``H`` heads that share one memory, as :class:`NTM` runs
+    it: memory ``(batch, N, M)``, ``w_prev (batch, H, N)``, ``key (batch, H, M)``,
+    ``beta``, ``gate`` and ``gamma (batch, H, 1)``, ``kernel (batch, H, 2k+1)`` ->
+    ``(batch, H, N)``.
+
+    The same four steps and the same numbers as :func:`address` on each head (up to
+    rounding; tested), in about half the operations: the memory's row norms are
+    computed once for all heads instead of once per head, both keys meet the memory
+    in one matrix product, the interpolation is one ``lerp``, and the circular shift
+    reads the 2k+1 shifted copies of ``w`` as windows of one padded tensor.
+    """
+    dot = torch.bmm(key, memory.transpose(1, 2))  # (batch, H, N)
+    row_norm = (memory.pow(2).sum(-1) + EPS).sqrt().unsqueeze(1)  # (batch, 1, N)
+    key_norm = (key.pow(2).sum(-1, keepdim=True) + EPS).sqrt()  # (batch, H, 1)
+    w = torch.softmax(beta * (dot / (row_norm * key_norm)), dim=-1)
+    w = torch.lerp(w_prev, w, gate)  # gate * w_content + (1 - gate) * w_prev
+    k, n_rows = kernel.shape[-1] // 2, w.shape[-1]
+    padded = torch.cat([w[..., n_rows - k :], w, w[..., :k]], dim=-1)
+    # Window o of `padded` is w moved by k - o rows; entry j of the kernel takes
+    # window 2k - j.
+    windows = padded.unfold(-1, n_rows, 1)  # (batch, H, 2k+1, N)
+    w = (windows * kernel.flip(-1).unsqueeze(-1)).sum(-2)
+    tiny = torch.finfo(w.dtype).tiny
+    w = (w / w.amax(-1, keepdim=True).clamp_min(tiny)).pow(gamma)
+    return w / w.sum(-1, keepdim=True).clamp_min(tiny)
+
+
 # --- 4 The controller's output: each head parameter in its range
 # ----------------------------------------------
 
@@ -346,20 +386,13 @@ class NTM(nn.Module):
     ) -> tuple[torch.Tensor, NTMState, torch.Tensor]:
         """One time step: ``x (batch, input_size)`` -> ``(output (batch,
         output_size), new state, add vector)``."""
-        batch, heads, n_rows = state.weights.shape
+        batch, heads, _ = state.weights.shape
         h, c = self.controller(torch.cat([x, state.read], dim=-1), state.controller)
-        params = self.head_parameters(h)
-        # Both heads in one call: the batch of the addressing functions is (batch x
-        # heads).
-        memory_per_head = (
-            state.memory.unsqueeze(1)
-            .expand(-1, heads, -1, -1)
-            .reshape(batch * heads, n_rows, -1)
+        params = self.head_parameters(h)  # each (batch * heads, ...)
+        # Both heads in one call of the four addressing steps, on the old memory.
+        weights = address_heads(
+            state.memory, state.weights, *(p.view(batch, heads, -1) for p in params)
         )
-        weights = address(
-            memory_per_head, state.weights.reshape(batch * heads, n_rows), *params
-        )
-        weights = weights.reshape(batch, heads, n_rows)
         erase, add = write_vectors(self.write_layer(h))
         r = read(state.memory, weights[:, 0])
         memory = write(state.memory, weights[:, 1], erase, add)

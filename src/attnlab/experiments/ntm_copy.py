@@ -18,6 +18,7 @@ Options change one part of the recipe (``--lr``, ``--lr-drop``, ``--zero-vectors
 and, with ``--validation``, print the tables of 1,024 validation sequences per length
 drawn apart from the test sequences, so that a change to the recipe can be judged
 without looking at the test set. Every seed is evaluated on both sets;
+``--jobs N`` trains N seeds at a time, each in its own process on one thread;
 ``--json PATH`` writes both, with the command, date and machine
 (:mod:`attnlab.experiments.record`), and :func:`markdown` makes the reproducing
 page's tables from that file.
@@ -31,6 +32,8 @@ import inspect
 import os
 import platform
 import statistics
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 
 import torch
 
@@ -173,11 +176,17 @@ def main(argv: list[str] | None = None) -> None:
         " test ones (both are evaluated and saved)",
     )
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="seeds trained at a time, each in its own process on one thread (1)",
+    )
+    parser.add_argument(
         "--json", metavar="PATH", help="write the results of both sets to PATH"
     )
     args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error("--seeds must be >= 1")
+    if args.seeds < 1 or args.jobs < 1:
+        parser.error("--seeds and --jobs must be >= 1")
     recipe = {"lr": args.lr, "lr_drop": args.lr_drop}
     if args.zero_vectors:
         recipe["zero_vectors"] = args.zero_vectors
@@ -187,16 +196,26 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(
         1
     )  # as in the chapter: the same seed then gives the same run on any machine
-    both, seconds = {}, {}
-    for seed in range(args.first_seed, args.first_seed + args.seeds):
-        both[seed], seconds[seed] = run_seed(
-            seed,
-            args.steps,
-            args.eval_sequences,
-            args.model,
-            eval_seeds=(TEST_SEED, VALIDATION_SEED),
-            **recipe,
-        )
+    work = partial(
+        run_seed,
+        steps=args.steps,
+        n_eval=args.eval_sequences,
+        kind=args.model,
+        eval_seeds=(TEST_SEED, VALIDATION_SEED),
+        **recipe,
+    )
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    if args.jobs == 1:
+        outcomes = [work(seed) for seed in seeds]
+    else:  # one process per seed, each on one thread: the same runs as one by one
+        with ProcessPoolExecutor(
+            args.jobs, initializer=torch.set_num_threads, initargs=(1,)
+        ) as pool:
+            outcomes = list(pool.map(work, seeds))
+    both = {seed: outcome[0] for seed, outcome in zip(seeds, outcomes, strict=True)}
+    seconds = {
+        seed: outcome[1] for seed, outcome in zip(seeds, outcomes, strict=True)
+    }
     measures = {seed: m[1 if args.validation else 0] for seed, m in both.items()}
     results = {seed: m["bits"] for seed, m in measures.items()}
     flawed = {
