@@ -1,5 +1,6 @@
 """The NTM's addressing, reading and writing against hand-written loops, plus properties; the copy task."""
 
+import json
 import math
 
 import pytest
@@ -578,6 +579,19 @@ def test_experiment_prints_a_table_and_counts_failures(capsys):
     assert "| 10 | 1.0 | 3.0 | 2.0 | 1.4 |" in ntm_copy.table(table, digits=1)
     ntm_copy.main(["--model", "lstm", "--seeds", "1", "--steps", "1", "--eval-sequences", "1"])
     assert "LSTM copy task" in capsys.readouterr().out
+
+
+def test_experiment_with_jobs_trains_the_same_seeds_as_one_by_one(tmp_path):
+    """--jobs N trains each seed in its own process on one thread: the same runs, the same record."""
+    from attnlab.experiments import ntm_copy
+
+    records = {}
+    for jobs in ("1", "2"):
+        path = tmp_path / f"jobs{jobs}.json"
+        ntm_copy.main(["--seeds", "2", "--steps", "2", "--eval-sequences", "2", "--jobs", jobs, "--json", str(path)])
+        seeds = json.loads(path.read_text())["results"]["seeds"]
+        records[jobs] = {seed: (run["test"], run["validation"]) for seed, run in seeds.items()}
+    assert list(records["2"]) == ["0", "1"] and records["1"] == records["2"]
 
 
 def test_experiment_changes_the_recipe_and_evaluates_on_validation_sequences(capsys, monkeypatch):
