@@ -99,6 +99,32 @@ def test_the_code_check_finds_a_block_that_scrolls(browser, server):
         page.close()
 
 
+# What a cell printed: it wraps inside the column (book/_static/code-width.css), and it holds no progress bar
+# (the built book prints one summary line per loop) and no stray value such as the True of a check.
+OUTPUTS = "Array.from(document.querySelectorAll('article div.cell_output pre'))"
+WIDE_OUTPUT = OUTPUTS + ".filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 100))"
+NOISY_OUTPUT = OUTPUTS + ".map(p => p.textContent).filter(t => /\\d+%\\|/.test(t) || t.trim() === 'True')"
+
+
+def test_the_output_checks_find_a_wide_line_a_bar_and_a_stray_value(browser, server):
+    chapter = CHAPTERS[0].removeprefix("notebooks/")
+    page, _ = open_page(browser, f"{server}/notebooks/{chapter}")
+    try:
+        assert page.locator("article div.cell_output pre").count(), "no printed output to test with"
+        assert not page.evaluate(WIDE_OUTPUT) and not page.evaluate(NOISY_OUTPUT)
+        pre = "document.querySelector('article div.cell_output pre')"
+        page.evaluate(f"{pre}.textContent = 'wraps '.repeat(60)")
+        assert not page.evaluate(WIDE_OUTPUT), "a long printed sentence does not wrap"
+        page.evaluate(f"{pre}.style.whiteSpace = 'pre'")
+        assert page.evaluate(WIDE_OUTPUT)
+        page.evaluate(f"{pre}.textContent = 'NTM:  25%|# | 750/3000'")
+        assert page.evaluate(NOISY_OUTPUT) == ["NTM:  25%|# | 750/3000"]
+        page.evaluate(f"{pre}.textContent = 'True'")
+        assert page.evaluate(NOISY_OUTPUT) == ["True"]
+    finally:
+        page.close()
+
+
 def test_every_chapter_is_built():
     assert set(CHAPTERS) <= set(PAGES)
 
@@ -129,6 +155,8 @@ def test_page(browser, servers, edition, name):
         assert not no_alt, f"images without alt text: {no_alt}"
         assert not code_that_scrolls(page), (
             f"code blocks wider than the text column at 1280 px (their longest lines): {code_that_scrolls(page)}")
+        assert not page.evaluate(WIDE_OUTPUT), f"printed output wider than the column: {page.evaluate(WIDE_OUTPUT)}"
+        assert not page.evaluate(NOISY_OUTPUT), f"a progress bar or a stray value printed: {page.evaluate(NOISY_OUTPUT)}"
         levels = page.evaluate("Array.from(document.querySelectorAll('article h1, article h2, article h3, "
                                "article h4, article h5, article h6')).map(h => Number(h.tagName[1]))")
         skipped = [(a, b) for a, b in zip(levels, levels[1:], strict=False) if b > a + 1]

@@ -1,17 +1,26 @@
+import re
+
 from attnlab.progress import progress
 from attnlab.runmode import quick, scaled
 
 
-def test_line_mode_prints_a_few_plain_lines(monkeypatch, capsys):
+def test_line_mode_prints_one_summary_line_with_the_last_postfix(monkeypatch, capsys):
     monkeypatch.setenv("ATTNLAB_PROGRESS", "lines")
     with progress(100, "demo") as bar:
-        for _ in range(100):
+        for step in range(100):
+            bar.set_postfix({"loss": f"{1 / (step + 1):.3g}"}, refresh=False)
             bar.update(1)
+            assert capsys.readouterr().out == ""  # nothing while the loop runs
     out = capsys.readouterr().out
-    lines = [line for line in out.splitlines() if line.strip()]
-    assert "\r" not in out
-    assert 3 <= len(lines) <= 8
-    assert lines[-1].startswith("demo: 100%")
+    assert "\r" not in out and out.count("\n") == 1
+    assert re.fullmatch(r"demo: 100 steps in \d+ s \(loss 0\.01\)\n", out), out
+
+
+def test_line_mode_says_how_far_a_stopped_loop_got(monkeypatch, capsys):
+    monkeypatch.setenv("ATTNLAB_PROGRESS", "lines")
+    with progress(10, "short") as bar:
+        bar.update(3)
+    assert re.fullmatch(r"short: 3 of 10 steps in \d+ s\n", capsys.readouterr().out)
 
 
 def test_quick_mode_scales_budgets(monkeypatch):

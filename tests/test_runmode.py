@@ -125,7 +125,7 @@ def test_the_copy_test_sequences_move_with_the_offset(offset):
 
 def test_expect_passes_silently(capsys, monkeypatch):
     monkeypatch.delenv("ATTNLAB_STRICT", raising=False)
-    assert expect(True, "a claim", 1.0) is True
+    assert expect(True, "a claim", 1.0) is None  # a cell ending with it shows no value
     assert capsys.readouterr().out == ""
 
 
@@ -139,7 +139,7 @@ def test_expect_is_an_error_when_strict(monkeypatch):
 def test_expect_is_a_note_in_a_readers_session(capsys, monkeypatch):
     monkeypatch.delenv("ATTNLAB_STRICT", raising=False)
     assert not strict()
-    assert expect(False, "accuracy above 0.9", 0.412, "See the table.") is False
+    assert expect(False, "accuracy above 0.9", 0.412, "See the table.") is None
     out = capsys.readouterr().out
     assert out.startswith("Note: this run differs from what the chapter describes.")
     assert "accuracy above 0.9" in out and "0.412" in out and "See the table." in out

@@ -1,47 +1,61 @@
-"""A progress bar that is live in Jupyter/Colab and stays a few readable lines in the
-built book."""
+"""A progress bar that is live in Jupyter/Colab and one summary line in the built
+book."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import sys
+import time
+from typing import Any
 
 from tqdm.std import tqdm as _std_tqdm
 
 
-class _Lines:
-    """A file-like stream that prints each progress update on its own line (no
-    carriage returns)."""
+class _Summary:
+    """What the built book shows of a loop: nothing while it runs, then one line with
+    the steps done, the seconds they took and the last values given to
+    ``set_postfix`` (the final loss, for a training run)."""
 
-    def write(self, text: str) -> None:
-        text = text.replace("\r", "").strip()
-        if text:
-            print(text, file=sys.stdout, flush=True)
+    def __init__(self, total: int, desc: str) -> None:
+        self.total, self.desc, self.n = total, desc, 0
+        self.postfix: dict[str, Any] = {}
+        self.start = time.perf_counter()
 
-    def flush(self) -> None:
-        sys.stdout.flush()
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def set_postfix(
+        self, ordered_dict: dict[str, Any] | None = None, refresh: bool = True, **kw
+    ) -> None:
+        self.postfix = {**(ordered_dict or {}), **kw}
+
+    def close(self) -> None:
+        seconds = time.perf_counter() - self.start
+        values = ", ".join(f"{k} {v}" for k, v in self.postfix.items())
+        done = f"{self.n}" if self.n == self.total else f"{self.n} of {self.total}"
+        print(
+            f"{self.desc}: {done} steps in {seconds:.0f} s"
+            + (f" ({values})" if values else ""),
+            flush=True,
+        )
+
+    def __enter__(self) -> _Summary:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def progress(total: int, desc: str, **kwargs) -> _std_tqdm:
+def progress(total: int, desc: str, **kwargs) -> _std_tqdm | _Summary:
     """A ``tqdm`` bar over ``total`` steps.
 
-    When ``ATTNLAB_PROGRESS=lines`` (set by the book build) it prints about five
-    plain lines (0 %, 25 %, ..., 100 %), so the executed page shows the run's speed
-    without a wall of carriage returns.
+    When ``ATTNLAB_PROGRESS=lines`` (set by the book build) nothing is printed while
+    the loop runs and one line at its end (the steps, the seconds and the last
+    postfix, e.g. the final loss), so the executed page carries no bar.
     """
     if os.environ.get("ATTNLAB_PROGRESS") == "lines":
-        return _std_tqdm(
-            total=total,
-            desc=desc,
-            file=_Lines(),
-            ascii=True,
-            ncols=90,
-            mininterval=0,
-            miniters=max(1, total // 4),
-            maxinterval=float("inf"),
-            **kwargs,
-        )  # else tqdm's monitor prints every step of slow loops
+        return _Summary(total, desc)
     if (
         importlib.util.find_spec("ipywidgets") is not None
     ):  # Jupyter and Colab: a live widget

@@ -69,17 +69,17 @@ def strict() -> bool:
     return os.environ.get("ATTNLAB_STRICT", "") == "1"
 
 
-def expect(condition: object, claim: str, got: object, see: str = "") -> bool:
+def expect(condition: object, claim: str, got: object, see: str = "") -> None:
     """Check a claim about a trained result.
 
     ``claim`` says what the chapter expects ("the NTM copies length-20 sequences with
     under 1 wrong bit"), ``got`` what this run measured, ``see`` where the results
     over several seeds are. Under ``ATTNLAB_STRICT=1`` a failed claim raises
-    ``AssertionError``; in a reader's own session it prints a note and returns
-    False, so that "Run all" goes on.
+    ``AssertionError``; in a reader's own session it prints a note, so that "Run
+    all" goes on. It returns nothing, so that a cell ending with it shows no value.
     """
     if condition:
-        return True
+        return
     message = f"Expected: {claim}. This run got: {got}."
     if see:
         message += f" {see}"
@@ -91,4 +91,3 @@ def expect(condition: object, claim: str, got: object, see: str = "") -> bool:
         + " Training depends on the machine and the seed; the rest of the notebook"
         " still runs."
     )
-    return False
