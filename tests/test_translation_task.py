@@ -169,6 +169,44 @@ def test_batch_is_padded_batch_first_with_eos_and_alignment():
     assert all(DICTIONARY[src_words[i]] == w for w, i in zip(tgt_words, batch.alignment[1, :11].tolist(), strict=True))
 
 
+def test_make_batch_equals_padding_one_example_at_a_time():
+    """The batch built from rows of Python ints against a per-example reference."""
+    examples = sample_examples(50, 5, 60, seed=11)
+    batch = make_batch(examples)
+    s_len, t_len = max(len(e.source) for e in examples), max(len(e.target) for e in examples) + 1
+    for b, e in enumerate(examples):
+        src = torch.full((s_len,), SOURCE_VOCAB.pad)
+        src[: len(e.source)] = torch.tensor(SOURCE_VOCAB.encode(e.source))
+        tgt = torch.full((t_len,), TARGET_VOCAB.pad)
+        tgt[: len(e.target) + 1] = torch.tensor(TARGET_VOCAB.encode(e.target) + [TARGET_VOCAB.eos])
+        alignment = torch.full((t_len,), -1)
+        alignment[: len(e.alignment)] = torch.tensor(e.alignment)
+        assert torch.equal(batch.src[b], src) and torch.equal(batch.tgt[b], tgt)
+        assert torch.equal(batch.alignment[b], alignment)
+    assert batch.src.dtype == batch.tgt.dtype == batch.alignment.dtype == torch.long
+
+
+def _reference_sentence(length: int, rng: random.Random) -> list[str]:
+    """random_sentence as first written: the bodies still under 7 words listed afresh for every word added."""
+    from attnlab.tasks.translation import _WORDS, _clause_body
+
+    fewest = -(-(length + 1) // 8)
+    n = rng.randint(fewest, max(fewest, (length + 1) // 5))
+    sizes = [2] * n
+    for _ in range(length - (n - 1) - 2 * n):
+        sizes[rng.choice([i for i, s in enumerate(sizes) if s < 7])] += 1
+    words = _clause_body(sizes[0], rng)
+    for size in sizes[1:]:
+        words += [rng.choice(_WORDS["sub"] + _WORDS["conj"]), *_clause_body(size, rng)]
+    return words
+
+
+@pytest.mark.parametrize("length", [5, 6, 13, 40, 41, 79, 80])
+def test_random_sentence_draws_what_the_reference_draws(length):
+    for seed in range(30):
+        assert random_sentence(length, random.Random(seed)) == _reference_sentence(length, random.Random(seed))
+
+
 def test_make_batch_needs_examples():
     with pytest.raises(ValueError, match="at least one example"):
         make_batch([])

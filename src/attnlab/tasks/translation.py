@@ -270,8 +270,12 @@ def random_sentence(length: int, rng: random.Random) -> list[str]:
     fewest = -(-(length + 1) // 8)
     n = rng.randint(fewest, max(fewest, (length + 1) // 5))
     sizes = [2] * n
+    growing = list(range(n))  # the bodies still under 7 words, in order
     for _ in range(length - (n - 1) - 2 * n):
-        sizes[rng.choice([i for i, s in enumerate(sizes) if s < 7])] += 1
+        i = rng.choice(growing)
+        sizes[i] += 1
+        if sizes[i] == 7:
+            growing.remove(i)
     words = _clause_body(sizes[0], rng)
     connectors = _WORDS["sub"] + _WORDS["conj"]
     for size in sizes[1:]:
@@ -355,17 +359,24 @@ def make_batch(
         raise ValueError("make_batch needs at least one example")
     s_len = max(len(e.source) for e in examples)
     t_len = max(len(e.target) for e in examples) + 1
-    src = torch.full((len(examples), s_len), src_vocab.pad, dtype=torch.long)
-    tgt = torch.full((len(examples), t_len), tgt_vocab.pad, dtype=torch.long)
-    alignment = torch.full((len(examples), t_len), -1, dtype=torch.long)
-    for b, e in enumerate(examples):
-        src[b, : len(e.source)] = torch.tensor(src_vocab.encode(e.source))
-        tgt[b, : len(e.target) + 1] = torch.tensor(
-            tgt_vocab.encode(e.target) + [tgt_vocab.eos]
-        )
-        alignment[b, : len(e.alignment)] = torch.tensor(
-            e.alignment, dtype=torch.long
-        )
+    # one tensor from padded rows of Python ints: far faster than one per example
+    src_rows = [
+        src_vocab.encode(e.source) + [src_vocab.pad] * (s_len - len(e.source))
+        for e in examples
+    ]
+    tgt_rows = [
+        tgt_vocab.encode(e.target)
+        + [tgt_vocab.eos]
+        + [tgt_vocab.pad] * (t_len - 1 - len(e.target))
+        for e in examples
+    ]
+    alignment_rows = [
+        [*e.alignment] + [-1] * (t_len - len(e.alignment)) for e in examples
+    ]
+    src, tgt, alignment = (
+        torch.tensor(rows, dtype=torch.long)
+        for rows in (src_rows, tgt_rows, alignment_rows)
+    )
     return TranslationBatch(
         src,
         src != src_vocab.pad,
