@@ -342,7 +342,9 @@ class HardAttentionDecoder(LuongDecoder):
         )
 
 
-def hard_attention_loss(model: Any, batch: Any) -> torch.Tensor:
+def hard_attention_loss(
+    model: Any, batch: Any, positions: torch.Tensor | None = None
+) -> torch.Tensor:
     """Training loss of a ``Seq2Seq`` whose decoder is a
     :class:`HardAttentionDecoder`, on a batch with ``src``, ``src_mask`` and ``tgt``
     (e.g. a translation batch).
@@ -353,7 +355,8 @@ def hard_attention_loss(model: Any, batch: Any) -> torch.Tensor:
     position chosen for it. Its expected gradient is the gradient of
     ``-E[log p(y_t | s_t)]`` averaged over the words. In training mode a
     running-average baseline is then updated with this batch's rewards (after use: a
-    baseline must not depend on the choices it judges).
+    baseline must not depend on the choices it judges). ``positions`` ``(B, T)``
+    forces the positions read instead of sampling them, to enumerate every path.
     """
     decoder = model.decoder
     if not isinstance(decoder, HardAttentionDecoder):
@@ -361,7 +364,8 @@ def hard_attention_loss(model: Any, batch: Any) -> torch.Tensor:
             "the model's decoder must be a HardAttentionDecoder, got"
             f" {type(decoder).__name__}"
         )
-    result = decoder.sample(model.encode(batch.src, batch.src_mask), batch.tgt)
+    encoded = model.encode(batch.src, batch.src_mask)
+    result = decoder.sample(encoded, batch.tgt, positions=positions)
     log_p = torch.log_softmax(result.logits, dim=-1).gather(
         -1, batch.tgt[..., None]
     )[..., 0]

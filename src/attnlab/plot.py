@@ -1,4 +1,5 @@
-"""Figures shared by the chapters: attention heatmaps and learning curves.
+"""Figures shared by the chapters: attention heatmaps, learning curves and runs
+against the band of recorded seeds.
 
 Every function draws on a given (or new) ``matplotlib`` axis, labels its axes, adds a
 colour bar where colour carries a value, and returns the axis so a notebook can add
@@ -91,6 +92,60 @@ def learning_curve(
         ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
+    return ax
+
+
+def seed_band(
+    x: Sequence[float] | Sequence[str],
+    recorded: Sequence[Sequence[float]],
+    reader: Sequence[float] | None = None,
+    *,
+    label: str,
+    color: str = "C0",
+    ax: Axes | None = None,
+) -> Axes:
+    """One measure over the recorded seeds, ``recorded`` ``(seeds, len(x))``, as a
+    shaded band (their range) with every seed a thin line, and the reader's run
+    ``(len(x),)`` as one bold line with markers on top. String ``x`` (length
+    buckets) are spaced evenly."""
+    values = np.asarray(recorded, dtype=float)
+    if values.ndim != 2 or values.shape[1] != len(x) or len(values) == 0:
+        raise ValueError(
+            f"recorded must have shape (seeds, {len(x)}) for {len(x)} x values, got"
+            f" {values.shape}"
+        )
+    if reader is not None and len(reader) != len(x):
+        raise ValueError(
+            f"reader must have {len(x)} values, one per x, got {len(reader)}"
+        )
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    categorical = any(isinstance(v, str) for v in x)
+    position = np.arange(len(x)) if categorical else np.asarray(x, dtype=float)
+    ax.fill_between(
+        position,
+        values.min(axis=0),
+        values.max(axis=0),
+        color=color,
+        alpha=0.2,
+        lw=0,
+        label=f"{label}: {len(values)} recorded seeds",
+    )
+    for run in values:
+        ax.plot(position, run, color=color, lw=0.7, alpha=0.6)
+    if reader is not None:
+        ax.plot(
+            position,
+            np.asarray(reader, dtype=float),
+            color=color,
+            lw=2.2,
+            marker="o",
+            markersize=4,
+            label=f"{label}: your run",
+        )
+    if categorical:
+        ax.set_xticks(position, [str(v) for v in x])
+    ax.grid(alpha=0.3)
     return ax
 
 

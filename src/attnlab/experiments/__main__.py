@@ -13,7 +13,7 @@ def available() -> list[str]:
     return sorted(
         m.name.replace("_", "-")
         for m in pkgutil.iter_modules(package.__path__)
-        if m.name not in ("__main__", "record")
+        if m.name not in ("__main__", "record", "over_seeds")
     )
 
 

@@ -1,0 +1,149 @@
+"""The shared command of a chapter's experiment over seeds: train the chapter's
+runs once per seed, write the record, and say whether it bears out the chapter.
+
+An experiment module defines ``SETTINGS`` (the chapter's budget, stored in the
+record), ``run_seed(seed) -> dict`` (every measure of one seed's runs) and
+``conclusions(results) -> dict[str, bool]`` (each statement the chapter makes over
+seeds, and whether the record supports it); its ``main`` calls :func:`main` here.
+The command is resumable: a record left by an interrupted run with the same
+settings keeps its seeds, and only the missing ones are trained. It exits with an
+error when the record contradicts a conclusion, so that a re-made record cannot
+silently disagree with the chapter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnlab.experiments.record import load, provenance, record, save
+from attnlab.seedband import SEEDS
+
+
+def _timed(run_seed: Callable[[int], dict[str, Any]], seed: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    measures = run_seed(seed)
+    return {
+        "seed": seed,
+        "seconds": round(time.perf_counter() - start, 1),
+        **measures,
+    }
+
+
+def _kept_runs(path: Path, experiment: str, settings: Mapping) -> list[dict]:
+    """The runs of an earlier record at ``path`` made with the same settings."""
+    if not path.is_file():
+        return []
+    try:
+        data = load(path)
+    except ValueError:
+        return []
+    results = data["results"]
+    if data["experiment"] != experiment or results.get("settings") != settings:
+        return []
+    return list(results["runs"])
+
+
+def main(
+    experiment: str,
+    argv: list[str],
+    *,
+    description: str,
+    settings: dict[str, Any],
+    run_seed: Callable[[int], dict[str, Any]],
+    conclusions: Callable[[dict[str, Any]], dict[str, bool]],
+    markdown: Callable[[dict[str, Any]], str],
+) -> dict[str, Any]:
+    """Parse ``--seeds``, ``--jobs`` and ``--json``, train the missing seeds, save
+    the record after each one, print its tables and check its conclusions."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m attnlab.experiments {experiment}", description=description
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=len(SEEDS),
+        help="train seeds 0 .. N-1 (default %(default)s)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="seeds trained at a time, each in its own process on one thread (1)",
+    )
+    parser.add_argument(
+        "--json",
+        default=f"results/{experiment}.json",
+        help="the record to write, and to resume from (%(default)s)",
+    )
+    args = parser.parse_args(argv)
+    if args.seeds < 1 or args.jobs < 1:
+        parser.error("--seeds and --jobs must be >= 1")
+    path = Path(args.json)
+    settings = {
+        k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()
+    }
+    runs = {
+        run["seed"]: run
+        for run in _kept_runs(path, experiment, settings)
+        if run["seed"] < args.seeds
+    }
+    missing = [seed for seed in range(args.seeds) if seed not in runs]
+    if runs:
+        print(f"kept from {path}: seeds {sorted(runs)}", file=sys.stderr)
+    torch.set_num_threads(1)
+
+    def saved(run: dict[str, Any]) -> dict[str, Any]:
+        runs[run["seed"]] = run
+        ordered = [runs[seed] for seed in sorted(runs)]
+        results = {"settings": settings, "runs": ordered}
+        data = record(experiment, argv, results)
+        save(path, data)
+        return data
+
+    data = None
+    if args.jobs == 1:
+        for seed in missing:
+            data = saved(_timed(run_seed, seed))
+    else:
+        with ProcessPoolExecutor(
+            args.jobs, initializer=torch.set_num_threads, initargs=(1,)
+        ) as pool:
+            futures = [pool.submit(partial(_timed, run_seed), s) for s in missing]
+            for future in as_completed(futures):
+                data = saved(future.result())
+    if data is None:
+        data = record(
+            experiment,
+            argv,
+            {"settings": settings, "runs": [runs[s] for s in sorted(runs)]},
+        )
+    print(markdown(data))
+    failed = [
+        claim for claim, holds in conclusions(data["results"]).items() if not holds
+    ]
+    if failed:
+        sys.exit(
+            "the record contradicts what the chapter states over seeds:\n- "
+            + "\n- ".join(failed)
+        )
+    return data
+
+
+def seconds_line(data: dict[str, Any]) -> str:
+    """How long each seed took, and where: the last lines of a record's tables."""
+    seconds = ", ".join(
+        f"seed {run['seed']} {run['seconds']:.0f} s"
+        for run in data["results"]["runs"]
+    )
+    return f"Training time per seed (one thread each): {seconds}.\n\n" + provenance(
+        data
+    )
