@@ -459,9 +459,9 @@ ENTRIES: list[Entry] = [
     Entry("05", "global dot, input feeding", 1,
           partial(comparison_run, LuongDecoder, score="dot", input_feeding=True, max_source_len=40)),
     Entry("06", "no attention", 1, comparison_run),
-    Entry("06", "soft (global dot)", 3,
+    Entry("06", "soft (global dot)", 1,
           partial(comparison_run, LuongDecoder, score="dot", input_feeding=False, run={"eval_every": 25})),
-    Entry("06", "hard", 3,
+    Entry("06", "hard", 1,
           partial(comparison_run, HardAttentionDecoder, score="dot", baseline="average",
                   run={"loss_fn": hard_attention_loss, "eval_every": 25})),
     *(

@@ -12,6 +12,10 @@ from tests.notebook_files import NOTEBOOKS, ROOT, code_cells, read
 
 # chapter -> the records of its experiments over seeds (the comparisons it draws lessons from)
 OVER_SEEDS = {
+    "03_encoder_decoder": {
+        "encoder-decoder": "teacher forcing vs inference by length, one vs two directions, beam search,"
+        " accuracy by position, the reversed source"
+    },
     "05_luong_attention": {
         "luong-attention": "the global scores, local-m and local-p, the window D, input feeding"
     },

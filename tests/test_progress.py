@@ -1,5 +1,7 @@
 import re
 
+import pytest
+
 from attnlab.progress import progress
 from attnlab.runmode import quick, scaled
 
@@ -28,3 +30,19 @@ def test_quick_mode_scales_budgets(monkeypatch):
     assert quick() and scaled(1000, 3) == 3
     monkeypatch.setenv("ATTNLAB_QUICK", "0")
     assert not quick() and scaled(1000, 3) == 1000
+
+
+@pytest.mark.parametrize("mode", ["lines", ""])
+def test_quiet_shows_nothing_and_ends_with_its_block(monkeypatch, capsys, mode):
+    from attnlab.progress import progress, quiet
+
+    monkeypatch.setenv("ATTNLAB_PROGRESS", mode)
+    with quiet():
+        with progress(3, "inner") as bar:
+            bar.update(3)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    monkeypatch.setenv("ATTNLAB_PROGRESS", "lines")
+    with progress(2, "after") as bar:
+        bar.update(2)
+    assert capsys.readouterr().out.startswith("after: 2 steps")

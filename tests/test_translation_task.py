@@ -406,3 +406,38 @@ def test_last_fifth_gain_compares_the_best_of_the_last_fifth_with_the_best_befor
     assert last_fifth_gain(history).endswith("+0.020")
     with pytest.raises(ValueError, match="at least 2 evaluations, got 1"):
         last_fifth_gain(History(evals=[{"step": 1, "val_accuracy": 0.5}]))
+
+
+def test_report_by_position_by_hand():
+    report = TranslationReport(
+        [5, 6, 9],
+        [list("abcde"), list("abxdefq"), list("zzzzzzzzz")],
+        [list("abcde"), list("abcdef"), list("abcdefghi")],
+    )
+    # sentences of 5 and 6 words: positions 1-5 hold both, position 6 only the second
+    assert report.by_position(5, 6) == [1.0, 1.0, 0.5, 1.0, 1.0, 1.0]
+    assert report.by_position(9, 9) == [0.0] * 9
+    with pytest.raises(ValueError, match="no test sentence has a source length in 31..40"):
+        report.by_position(31, 40)
+
+
+def test_teacher_forced_by_bucket_counts_like_a_loop_over_sentences():
+    from attnlab.tasks.translation import teacher_forced_by_bucket
+
+    torch.manual_seed(0)
+    model = translation_model(attention=True, hidden_size=16, embed_size=8).eval()
+    examples = examples_per_length(2, 5, 25, seed=4)
+    buckets = [(5, 10), (11, 20), (21, 30)]
+    got = teacher_forced_by_bucket(model, examples, buckets, batch_size=7)
+    hits, counts = {}, {}
+    with torch.no_grad():
+        for e in examples:  # one sentence at a time, no padding
+            one = make_batch([e])
+            tokens = model(one.src, one.src_mask, one.tgt).tokens[0, : len(e.target)]
+            right = (tokens == one.tgt[0, : len(e.target)]).sum().item()
+            key = next(f"{lo}-{hi}" for lo, hi in buckets if lo <= len(e.source) <= hi)
+            hits[key] = hits.get(key, 0) + right
+            counts[key] = counts.get(key, 0) + len(e.target)
+    assert list(got) == ["5-10", "11-20", "21-30"]  # 21-25 only: the bucket holds examples
+    for key, value in got.items():
+        assert value == pytest.approx(hits[key] / counts[key], abs=1e-12)

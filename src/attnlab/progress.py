@@ -3,10 +3,12 @@ book."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from tqdm.std import tqdm as _std_tqdm
@@ -17,8 +19,8 @@ class _Summary:
     the steps done, the seconds they took and the last values given to
     ``set_postfix`` (the final loss, for a training run)."""
 
-    def __init__(self, total: int, desc: str) -> None:
-        self.total, self.desc, self.n = total, desc, 0
+    def __init__(self, total: int, desc: str, silent: bool = False) -> None:
+        self.total, self.desc, self.n, self.silent = total, desc, 0, silent
         self.postfix: dict[str, Any] = {}
         self.start = time.perf_counter()
 
@@ -31,6 +33,8 @@ class _Summary:
         self.postfix = {**(ordered_dict or {}), **kw}
 
     def close(self) -> None:
+        if self.silent:
+            return
         seconds = time.perf_counter() - self.start
         values = ", ".join(f"{k} {v}" for k, v in self.postfix.items())
         done = f"{self.n}" if self.n == self.total else f"{self.n} of {self.total}"
@@ -47,13 +51,31 @@ class _Summary:
         self.close()
 
 
+_quiet = False
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Within this block every :func:`progress` shows nothing (a cell that trains
+    many small models shows its own summary instead)."""
+    global _quiet
+    before, _quiet = _quiet, True
+    try:
+        yield
+    finally:
+        _quiet = before
+
+
 def progress(total: int, desc: str, **kwargs) -> _std_tqdm | _Summary:
     """A ``tqdm`` bar over ``total`` steps.
 
     When ``ATTNLAB_PROGRESS=lines`` (set by the book build) nothing is printed while
     the loop runs and one line at its end (the steps, the seconds and the last
-    postfix, e.g. the final loss), so the executed page carries no bar.
+    postfix, e.g. the final loss), so the executed page carries no bar. Inside
+    :func:`quiet`, nothing at all.
     """
+    if _quiet:
+        return _Summary(total, desc, silent=True)
     if os.environ.get("ATTNLAB_PROGRESS") == "lines":
         return _Summary(total, desc)
     if (

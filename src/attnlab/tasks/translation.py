@@ -578,6 +578,39 @@ def teacher_forced_accuracy(model: Seq2Seq, batch: TranslationBatch) -> float:
     ).sum().item() / batch.tgt_mask.sum().item()
 
 
+def teacher_forced_by_bucket(
+    model: Seq2Seq,
+    examples: Sequence[Example],
+    buckets: Sequence[tuple[int, int]] = LENGTH_BUCKETS,
+    *,
+    batch_size: int = 128,
+) -> dict[str, float]:
+    """Teacher-forced word accuracy (``<eos>`` left out) per bucket of source
+    lengths: ``{"5-10": share, ...}`` for the buckets that hold an example."""
+    hits = [0] * len(buckets)
+    counts = [0] * len(buckets)
+    model.eval()
+    with torch.no_grad():
+        for batch in _batches(examples, batch_size):
+            tokens = model(batch.src, batch.src_mask, batch.tgt).tokens
+            right = ((tokens == batch.tgt) & (batch.alignment >= 0)).sum(-1)
+            for n, r, e in zip(
+                batch.src_lengths.tolist(),
+                right.tolist(),
+                batch.examples,
+                strict=True,
+            ):
+                for k, (low, high) in enumerate(buckets):
+                    if low <= n <= high:
+                        hits[k] += r
+                        counts[k] += len(e.target)
+    return {
+        f"{low}-{high}": h / c
+        for (low, high), h, c in zip(buckets, hits, counts, strict=True)
+        if c
+    }
+
+
 def decay_in_second_half(steps: int) -> Callable[[int], float]:
     """A learning-rate factor for ``train``: 1 for the first half of ``steps``, then
     linearly down to 0.1."""
@@ -749,6 +782,25 @@ class TranslationReport:
                 word.append(token_accuracy(preds, refs))
                 exact.append(exact_match(preds, refs))
         return centres, word, exact
+
+    def by_position(self, low: int, high: int) -> list[float]:
+        """Share of correct words at each target position, over the sentences of
+        ``low..high`` source words (position ``j`` counts the sentences that have
+        one)."""
+        chosen = [i for i, n in enumerate(self.lengths) if low <= n <= high]
+        if not chosen:
+            raise ValueError(
+                f"no test sentence has a source length in {low}..{high}, got lengths"
+                f" {min(self.lengths)}..{max(self.lengths)}"
+            )
+        right = [0] * high
+        count = [0] * high
+        for i in chosen:
+            prediction = self.predictions[i]
+            for j, word in enumerate(self.references[i]):
+                count[j] += 1
+                right[j] += j < len(prediction) and prediction[j] == word
+        return [r / c for r, c in zip(right, count, strict=True) if c]
 
     def row(self, bucket: tuple[int, int]) -> dict[str, float | str]:
         """The scores of one bucket."""
