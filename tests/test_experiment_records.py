@@ -16,6 +16,9 @@ OVER_SEEDS = {
         "encoder-decoder": "teacher forcing vs inference by length, one vs two directions, beam search,"
         " accuracy by position, the reversed source"
     },
+    "04_bahdanau_attention": {
+        "bahdanau-attention": "RNNenc vs RNNsearch by length, BLEU kept, one vs two directions for alignment"
+    },
     "05_luong_attention": {
         "luong-attention": "the global scores, local-m and local-p, the window D, input feeding"
     },

@@ -91,7 +91,7 @@ def test_an_unknown_record_is_named_with_the_known_ones():
 
     from attnlab.experiments import record
 
-    with pytest.raises(ValueError, match=r"no committed record named 'nope'; there are \['encoder-decoder', 'luong-attention'"):
+    with pytest.raises(ValueError, match=r"no committed record named 'nope'; there are \['bahdanau-attention', 'encoder-decoder'"):
         record.published("nope")
 
 

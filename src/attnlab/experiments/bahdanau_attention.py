@@ -114,6 +114,9 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     gap = acc("RNNsearch", "31-40") - acc("RNNenc", "31-40")
     fall = acc("RNNenc", "5-10") - acc("RNNenc", "31-40")
     search_low = min(acc("RNNsearch", b).low for b in TRAINING_BUCKETS)
+    readings = band(runs, "alignment_runs", "both directions") - band(
+        runs, "alignment_runs", "one direction"
+    )
     return {
         "RNNsearch at least 0.3 above RNNenc on 31-40 words, on every seed": gap.low
         >= 0.3,
@@ -130,6 +133,8 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
         " RNNsearch over half": kept_bleu(runs, "RNNenc").high
         < 0.5
         < kept_bleu(runs, "RNNsearch").low,
+        "the small model's alignment, both directions against one: the seeds"
+        " disagree": readings.low < 0 < readings.high,
     }
 
 
