@@ -240,6 +240,19 @@ def reverses_in_place(reverse, steps, test_batch):
     return reversal_run(False, steps, test_batch)
 
 
+def delegates_the_reversal(reverse, steps, test_batch):
+    """Reverses with the library's record command instead of writing the reversal."""
+    from attnlab.experiments.encoder_decoder import backwards
+
+    global reverse_source
+    mine = reverse_source
+    reverse_source = backwards
+    try:
+        return reversal_run(reverse, steps, test_batch)
+    finally:
+        reverse_source = mine
+
+
 @pytest.mark.parametrize(
     ("wrong", "message"),
     [
@@ -252,10 +265,11 @@ def reverses_in_place(reverse, steps, test_batch):
         (reverses_in_place, "in place"),
         (lambda r, s, b: reversal_run(r, s, b, number=lambda t: checks._reference_sequence_loss(
             torch.zeros(1, 1, 2), torch.zeros(1, 1, dtype=torch.long), 1)), "the library's own version"),
+        (delegates_the_reversal, "the library's own version"),
         (stub, "not implemented yet"),
     ],
     ids=["test-not-reversed", "always-reversed", "bidirectional", "pair", "steps", "training-loss", "in-place",
-         "reference", "stub"],
+         "reference", "delegates", "stub"],
 )
 def test_source_reversal_rejects_typical_mistakes(wrong, message):
     with pytest.raises(ExerciseError, match=message):

@@ -34,6 +34,7 @@ from attnlab.exercises._checking import (
     generator,
     passed,
 )
+from attnlab.experiments.encoder_decoder import backwards
 from attnlab.seq2seq import AttentionDecoder, Decoder, DecoderBase, Encoded, Seq2Seq
 from attnlab.tasks.translation import (
     TranslationBatch,
@@ -357,7 +358,7 @@ def _unpack_run(name: str, out: Any, steps: int) -> tuple[Seq2Seq, Any, float]:
     return model, history, expect_number(f"{name}'s measurement", measured)
 
 
-@exercise_check()
+@exercise_check(backwards)
 def check_source_reversal(reversal_run: Callable, seed: int | None = 0) -> None:
     """Check ``reversal_run(reverse, steps, test_batch) -> (model, history,
     test_loss)``.
