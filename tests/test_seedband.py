@@ -3,6 +3,7 @@ the shared figure and the shared experiment command (resumable, conclusions
 checked)."""
 
 import json
+import os
 
 import matplotlib
 
@@ -90,6 +91,10 @@ def _toy_experiment(calls, holds=True):
     from attnlab.experiments import over_seeds
 
     def run_seed(seed):
+        import os
+
+        # each seed runs as the chapter does under that offset
+        assert os.environ["ATTNLAB_SEED_OFFSET"] == str(seed)
         calls.append(seed)
         return {"value": float(seed)}
 
@@ -114,6 +119,7 @@ def test_the_command_writes_a_record_resumes_it_and_checks_its_conclusions(tmp_p
     calls = []
     main = _toy_experiment(calls)
     main(["--seeds", "2", "--json", str(path)])
+    assert "ATTNLAB_SEED_OFFSET" not in os.environ  # restored
     data = record.load(path)
     assert [r["seed"] for r in data["results"]["runs"]] == [0, 1] and calls == [0, 1]
     assert data["results"]["settings"] == {"steps": 3, "sizes": [1, 2]}

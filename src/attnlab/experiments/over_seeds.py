@@ -2,7 +2,11 @@
 runs once per seed, write the record, and say whether it bears out the chapter.
 
 An experiment module defines ``SETTINGS`` (the chapter's budget, stored in the
-record), ``run_seed(seed) -> dict`` (every measure of one seed's runs) and
+record), ``run_seed(seed) -> dict`` (every measure of one seed's runs: the
+chapter's own runs, with the chapter's own seeds, which this command shifts by
+``seed`` through ``ATTNLAB_SEED_OFFSET``, exactly as the robustness runs shift the
+chapter; seed 0 is the chapter's run, and every random draw, the test sentences
+included, changes with the seed) and
 ``conclusions(results) -> dict[str, bool]`` (each statement the chapter makes over
 seeds, and whether the record supports it); its ``main`` calls :func:`main` here.
 The command is resumable: a record left by an interrupted run with the same
@@ -14,23 +18,34 @@ silently disagree with the chapter.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
 
 from attnlab.experiments.record import load, provenance, record, save
-from attnlab.seedband import SEEDS
+from attnlab.seedband import SEEDS, band
 
 
 def _timed(run_seed: Callable[[int], dict[str, Any]], seed: int) -> dict[str, Any]:
+    """Run one seed as the chapter runs under ``ATTNLAB_SEED_OFFSET = seed``."""
     start = time.perf_counter()
-    measures = run_seed(seed)
+    before = os.environ.get("ATTNLAB_SEED_OFFSET")
+    os.environ["ATTNLAB_SEED_OFFSET"] = str(seed)
+    try:
+        measures = run_seed(seed)
+    finally:
+        if before is None:
+            del os.environ["ATTNLAB_SEED_OFFSET"]
+        else:
+            os.environ["ATTNLAB_SEED_OFFSET"] = before
     return {
         "seed": seed,
         "seconds": round(time.perf_counter() - start, 1),
@@ -136,6 +151,54 @@ def main(
             + "\n- ".join(failed)
         )
     return data
+
+
+def command(module: ModuleType, argv: list[str]) -> dict[str, Any]:
+    """:func:`main` for an experiment module: its name, the first paragraph of its
+    docstring, its ``SETTINGS``, ``run_seed``, ``conclusions`` and ``markdown``."""
+    return main(
+        module.__name__.rsplit(".", 1)[-1].replace("_", "-"),
+        argv,
+        description=(module.__doc__ or "").split("\n\n")[0],
+        settings=module.SETTINGS,
+        run_seed=module.run_seed,
+        conclusions=module.conclusions,
+        markdown=module.markdown,
+    )
+
+
+def bucket_table(
+    runs: list[dict[str, Any]],
+    title: str,
+    rows: dict[str, tuple[str, ...]],
+    buckets: list[str],
+    digits: int = 2,
+) -> list[str]:
+    """A markdown table of measures by bucket of source lengths: one row per
+    ``{label: keys}`` (the keys of a run before the bucket), each cell the mean and
+    range over the seeds."""
+    seeds = ", ".join(str(run["seed"]) for run in runs)
+    lines = [
+        f"{title}, mean (lowest to highest) over seeds {seeds}.\n",
+        "| | " + " | ".join(buckets) + " |",
+        "|---" * (len(buckets) + 1) + "|",
+    ]
+    for label, keys in rows.items():
+        cells = [band(runs, *keys, b).text(digits) for b in buckets]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def footer(
+    data: dict[str, Any], conclusions: Callable[[dict[str, Any]], dict[str, bool]]
+) -> str:
+    """The end of a record's tables: whether each conclusion holds, how long each
+    seed took, and where."""
+    verdicts = [
+        f"- {'holds' if ok else 'does not hold'}: {claim}"
+        for claim, ok in conclusions(data["results"]).items()
+    ]
+    return "\n\n" + "\n".join(verdicts) + "\n\n" + seconds_line(data)
 
 
 def seconds_line(data: dict[str, Any]) -> str:
