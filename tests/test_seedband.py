@@ -39,6 +39,15 @@ def test_band_of_a_gap_is_taken_seed_by_seed():
         _ = gap - Band((1.0,), (0,))
 
 
+def test_a_gap_ranks_only_beyond_its_spread_and_disagrees_only_across_zero():
+    clear = band(RUNS, "models", "a", "acc") - band(RUNS, "models", "b", "acc")
+    assert clear.ranks() and not clear.disagrees
+    close = Band((0.02, 0.01, 0.03, 0.01, 0.005), SEEDS)  # every seed ahead, by less than the spread
+    assert not close.ranks() and not close.disagrees
+    crossing = Band((0.02, -0.01, 0.03), (0, 1, 2))
+    assert not crossing.ranks() and crossing.disagrees
+
+
 def test_bad_input_names_what_was_expected():
     with pytest.raises(KeyError, match="models/c"):
         band(RUNS, "models", "c", "acc")

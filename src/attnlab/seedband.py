@@ -61,6 +61,17 @@ class Band:
         w = max(self.width, floor)
         return self.low - w, self.high + w
 
+    def ranks(self, floor: float = FLOOR) -> bool:
+        """Whether a gap over seeds holds on every seed by more than the seeds'
+        spread (its widened band lies above 0): a ranking a single run may be
+        checked against."""
+        return self.widened(floor)[0] > 0
+
+    @property
+    def disagrees(self) -> bool:
+        """Whether the seeds differ about the sign of a gap."""
+        return self.low < 0 < self.high
+
     def text(self, digits: int = 3) -> str:
         """``"0.912 (0.880 to 0.931)"``: mean and range over the seeds."""
         return (
@@ -140,11 +151,11 @@ def expect_ahead(
     """Check that this run's ``gap`` (one model's measure minus another's) is
     positive, a ranking the record must hold on every seed by more than its
     spread: ``ValueError`` if it does not, for then no single run may be ranked."""
-    low, _ = recorded.widened(floor)
-    if low <= 0:
+    if not recorded.ranks(floor):
         raise ValueError(
             f"the record does not rank {what}: its gaps over seeds are"
-            f" {recorded.text()}, which widened by their spread reach {low:.3f};"
+            f" {recorded.text()}, which widened by their spread reach"
+            f" {recorded.widened(floor)[0]:.3f};"
             " report the band instead of checking a ranking"
         )
     expect(

@@ -169,9 +169,6 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     def measure(name: str, key: str, bucket: str) -> Band:
         return band(runs, "models", name, key, bucket)
 
-    def ahead(gap: Band) -> bool:
-        return gap.widened()[0] > 0
-
     bi = "bidirectional"
     buckets = list(runs[0]["models"][bi]["token_accuracy"])
     first_words = {
@@ -186,7 +183,7 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     return {
         "greedy inference below teacher forcing in every bucket, by 0.15 or more"
         " after the first": all(
-            ahead(measure(bi, "forced", b) - measure(bi, "token_accuracy", b))
+            (measure(bi, "forced", b) - measure(bi, "token_accuracy", b)).ranks()
             for b in buckets
         )
         and all(
@@ -194,7 +191,7 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
             for b in buckets[1:]
         ),
         "teacher-forced accuracy falls from each training bucket to the next": all(
-            ahead(measure(bi, "forced", a) - measure(bi, "forced", b))
+            (measure(bi, "forced", a) - measure(bi, "forced", b)).ranks()
             for a, b in zip(TRAINING_BUCKETS, TRAINING_BUCKETS[1:], strict=False)
         ),
         "greedy accuracy above 0.7 on 5-10 words and below 0.35 on 31-40, falling"
@@ -202,9 +199,9 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
             measure(n, "token_accuracy", "5-10").widened()[0] > 0.7
             and measure(n, "token_accuracy", "31-40").widened()[1] < 0.35
             and all(
-                ahead(
+                (
                     measure(n, "token_accuracy", a) - measure(n, "token_accuracy", b)
-                )
+                ).ranks()
                 for a, b in zip(TRAINING_BUCKETS, TRAINING_BUCKETS[1:], strict=False)
             )
             for n in MODELS

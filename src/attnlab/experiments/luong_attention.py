@@ -145,12 +145,6 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     def acc(name: str, bucket: str = LONG):
         return band(runs, "models", name, "accuracy", bucket)
 
-    def ahead(gap) -> bool:
-        return gap.widened()[0] > 0
-
-    def unsettled(gap) -> bool:  # seeds disagree about the sign
-        return gap.low < 0 < gap.high
-
     attention = [n for n in MODELS if n != "no attention"]
     feeding = [
         acc("global dot, input feeding", b) - acc("global dot", b)
@@ -158,13 +152,13 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     ]
     return {
         f"every attention model above no attention at {LONG} words": all(
-            ahead(acc(n) - acc("no attention")) for n in attention
+            (acc(n) - acc("no attention")).ranks() for n in attention
         ),
-        f"local-m (D = 5) above local-p (D = 8) at {LONG} words": ahead(
+        f"local-m (D = 5) above local-p (D = 8) at {LONG} words": (
             acc("local-m, D = 5") - acc("local-p, D = 8")
-        ),
+        ).ranks(),
         "local-m with D = 3 above D = 1 at 11-20 and 21-30 words": all(
-            ahead(acc("local-m, D = 3", b) - acc("local-m, D = 1", b))
+            (acc("local-m, D = 3", b) - acc("local-m, D = 1", b)).ranks()
             for b in ("11-20", "21-30")
         ),
         f"global dot and general above concat and location at {LONG} words, on"
@@ -173,14 +167,14 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
             for a in ("global dot", "global general")
             for b in ("global concat", "global location")
         ),
-        f"global dot against general at {LONG} words: the seeds disagree": unsettled(
+        f"global dot against general at {LONG} words: the seeds disagree": (
             acc("global dot") - acc("global general")
-        ),
-        f"D = 5 against D = 3 at {LONG} words: the seeds disagree": unsettled(
+        ).disagrees,
+        f"D = 5 against D = 3 at {LONG} words: the seeds disagree": (
             acc("local-m, D = 5") - acc("local-m, D = 3")
-        ),
+        ).disagrees,
         "input feeding at 21-40 words: the seeds disagree": all(
-            unsettled(gap) for gap in feeding
+            gap.disagrees for gap in feeding
         ),
         "local-m (D = 1) above the share of words within its window, at 11-40": all(
             run["models"]["local-m, D = 1"]["accuracy"][b]

@@ -116,11 +116,13 @@ def main(
         print(f"kept from {path}: seeds {sorted(runs)}", file=sys.stderr)
     torch.set_num_threads(1)
 
+    def current() -> dict[str, Any]:
+        ordered = [runs[seed] for seed in sorted(runs)]
+        return record(experiment, argv, {"settings": settings, "runs": ordered})
+
     def saved(run: dict[str, Any]) -> dict[str, Any]:
         runs[run["seed"]] = run
-        ordered = [runs[seed] for seed in sorted(runs)]
-        results = {"settings": settings, "runs": ordered}
-        data = record(experiment, argv, results)
+        data = current()
         save(path, data)
         return data
 
@@ -135,12 +137,8 @@ def main(
             futures = [pool.submit(partial(_timed, run_seed), s) for s in missing]
             for future in as_completed(futures):
                 data = saved(future.result())
-    if data is None:
-        data = record(
-            experiment,
-            argv,
-            {"settings": settings, "runs": [runs[s] for s in sorted(runs)]},
-        )
+    if data is None:  # every seed was kept: nothing new to save
+        data = current()
     print(markdown(data))
     failed = [
         claim for claim, holds in conclusions(data["results"]).items() if not holds

@@ -91,20 +91,17 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     """What chapter 6 states over seeds, each gap beyond the band's own spread."""
     runs = results["runs"]
 
-    def ahead(gap) -> bool:
-        return gap.widened()[0] > 0
-
     long = {n: band(runs, "models", n, "accuracy", LONG) for n in RUNS}
     curve = {n: curve_mean(runs, n) for n in RUNS if n != "no attention"}
     return {
-        f"hard attention above no attention at {LONG} words on every seed": ahead(
+        f"hard attention above no attention at {LONG} words on every seed": (
             long["hard"] - long["no attention"]
-        ),
-        "hard attention's validation curve below soft attention's": ahead(
+        ).ranks(),
+        "hard attention's validation curve below soft attention's": (
             curve["soft"] - curve["hard"]
-        ),
+        ).ranks(),
         "both runs without a baseline below the runs with one": all(
-            ahead(curve["hard"] - curve[n])
+            (curve["hard"] - curve[n]).ranks()
             for n in ("hard, no baseline", "hard, no baseline, no clipping")
         ),
     }
