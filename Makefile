@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book offline browser-test test student course grade lint clean robust
+.PHONY: book offline browser-test test student course grade lint clean robust records
 
 # requirements.lock pins every package, torch==2.13.0 among them: the CPU build, never a multi-GB CUDA download.
 $(STAMP): requirements.lock pyproject.toml
@@ -39,6 +39,18 @@ robust: $(STAMP)
 	$(BIN)/python scripts/robust.py --out _build/robust --workers 2 --table book/robustness_table.md \
 		$(if $(CONDITION),--condition "$(CONDITION)") $(if $(CHAPTERS)$(CONDITION),,--fresh) \
 		$(if $(CHAPTERS),$(foreach c,$(CHAPTERS),notebooks/$(c)_*.ipynb),notebooks/[01]*_*.ipynb)
+
+# The records the chapters conclude from, made again from nothing in _build/records/ (the weekly workflow
+# records.yml; `make records RECORDS=pointer-networks` makes one): each command fails when its new record
+# contradicts what its chapter states over seeds. The committed records in results/ are left as they are.
+RECORDS ?= encoder-decoder bahdanau-attention luong-attention soft-vs-hard parameterized-attention \
+	pointer-networks pointer-networks-tsp
+records: $(STAMP)
+	mkdir -p _build/records
+	for name in $(RECORDS); do \
+		rm -f _build/records/$$name.json; \
+		$(BIN)/python -m attnlab.experiments $$name --jobs 2 --json _build/records/$$name.json || exit 1; \
+	done
 
 # An offline copy: MathJax from the npm registry, served from _build/html/_static instead of a CDN (and from the
 # students' edition's own _static, when that edition is built).

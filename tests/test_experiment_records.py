@@ -25,6 +25,18 @@ OVER_SEEDS = {
     "06_soft_and_hard_attention": {
         "soft-vs-hard": "soft vs hard attention, with and without a baseline and gradient clipping"
     },
+    "07_parameterized_attention": {
+        "parameterized-attention": "simple vs parameterized attention on reversal: word accuracy,"
+        " alignment accuracy, mean largest weight"
+    },
+    "10_pointer_networks": {
+        "pointer-networks": "sorters trained with and without the mask; the convex hull by number"
+        " of points"
+    },
+    "11_pointer_networks_tsp": {
+        "pointer-networks-tsp": "greedy decoding, beam search, nearest neighbour and 2-opt at 10 cities;"
+        " the same by number of cities, 5 to 15"
+    },
 }
 RECORDS = [name for records in OVER_SEEDS.values() for name in records]
 
@@ -76,3 +88,14 @@ def test_the_settings_of_a_record_are_the_chapters_budget():
         batch, lr, lengths = SETTINGS["batch_size"], SETTINGS["lr"], tuple(SETTINGS["train_lengths"])
         assert f"BATCH, LR, TRAIN_LENGTHS = {batch}, {lr:g}, {lengths}".replace("0.004", "4e-3") in source
         assert f"examples_per_length(scaled({SETTINGS['test_per_length']}, 1), 5, 40, seed=1)" in source
+
+
+def test_the_weekly_workflow_makes_every_record_again():
+    """`make records` and the weekly workflow re-make exactly the records the chapters conclude from."""
+    makefile = (ROOT / "Makefile").read_text()
+    listed = re.search(r"^RECORDS \?= ((?:.*\\\n)*.*)$", makefile, re.M).group(1)
+    assert sorted(listed.replace("\\\n", " ").split()) == sorted(RECORDS)
+    workflow = (ROOT / ".github" / "workflows" / "records.yml").read_text()
+    matrix = re.findall(r"^ {10}- ([\w-]+)$", workflow, re.M)
+    assert sorted(matrix) == sorted(RECORDS)
+    assert 'make records RECORDS="$RECORD"' in workflow and "cron:" in workflow

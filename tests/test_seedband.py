@@ -137,6 +137,12 @@ def test_the_command_writes_a_record_resumes_it_and_checks_its_conclusions(tmp_p
     main(["--seeds", "3", "--json", str(path)])
     assert calls == [0, 1, 2]
     assert [r["value"] for r in record.load(path)["results"]["runs"]] == [0.0, 1.0, 2.0]
+    # every seed kept: nothing is trained, and the record keeps its own command
+    written = path.read_text()
+    assert main(["--seeds", "3", "--json", str(path), "--jobs", "1"])["command"] == (
+        record.load(path)["command"]
+    )
+    assert calls == [0, 1, 2] and path.read_text() == written
     # other settings: nothing is kept
     text = json.loads(path.read_text())
     text["results"]["settings"]["steps"] = 4

@@ -10,8 +10,12 @@ import torch
 
 from tests.notebook_files import CHAPTERS, NOTEBOOKS, ROOT, code_cells, read
 
-# A call of a training function: attnlab's, a chapter's own train_sorter, or TranslationComparison's runs.
-TRAINS = re.compile(r"(?<![\w.])(train|train_translation|train_copy|train_sorter|TranslationComparison)\(")
+# A call of a training function: attnlab's, an experiment module's (the recipe a chapter shares with its
+# record), or TranslationComparison's runs.
+TRAINS = re.compile(
+    r"(?<![\w.])(train|train_translation|train_copy|train_sorter|train_hull|train_tsp|train_model"
+    r"|TranslationComparison)\("
+)
 
 
 def _load(name: str, path: str) -> ModuleType:

@@ -137,8 +137,12 @@ def main(
             futures = [pool.submit(partial(_timed, run_seed), s) for s in missing]
             for future in as_completed(futures):
                 data = saved(future.result())
-    if data is None:  # every seed was kept: nothing new to save
-        data = current()
+    if data is None:  # every seed was kept: the record stays as it was written
+        data = (
+            load(path)
+            if runs and len(runs) == len(_kept_runs(path, experiment, settings))
+            else current()
+        )
     print(markdown(data))
     failed = [
         claim for claim, holds in conclusions(data["results"]).items() if not holds
