@@ -153,3 +153,15 @@ def test_the_command_writes_a_record_resumes_it_and_checks_its_conclusions(tmp_p
     failing = _toy_experiment([], holds=False)
     with pytest.raises(SystemExit, match="(?s)contradicts.*the mean is 1"):
         failing(["--seeds", "1", "--json", str(tmp_path / "other.json")])
+
+
+def test_band_table_puts_one_band_per_cell():
+    from attnlab.experiments.over_seeds import band_table
+
+    a, b = Band((0.5, 0.7), (0, 1)), Band((0.25, 0.75), (0, 1))
+    assert band_table("model", ["x", "y"], {"m": [a, b], 10: [b, a]}, digits=2) == [
+        "| model | x | y |",
+        "|---|---|---|",
+        "| m | 0.60 (0.50 to 0.70) | 0.50 (0.25 to 0.75) |",
+        "| 10 | 0.50 (0.25 to 0.75) | 0.60 (0.50 to 0.70) |",
+    ]

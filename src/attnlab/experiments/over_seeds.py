@@ -21,7 +21,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import partial
 from pathlib import Path
@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from attnlab.experiments.record import load, provenance, record, save
-from attnlab.seedband import SEEDS, band
+from attnlab.seedband import SEEDS, Band, band
 
 
 def _timed(run_seed: Callable[[int], dict[str, Any]], seed: int) -> dict[str, Any]:
@@ -106,11 +106,8 @@ def main(
     settings = {
         k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()
     }
-    runs = {
-        run["seed"]: run
-        for run in _kept_runs(path, experiment, settings)
-        if run["seed"] < args.seeds
-    }
+    kept = _kept_runs(path, experiment, settings)
+    runs = {run["seed"]: run for run in kept if run["seed"] < args.seeds}
     missing = [seed for seed in range(args.seeds) if seed not in runs]
     if runs:
         print(f"kept from {path}: seeds {sorted(runs)}", file=sys.stderr)
@@ -138,11 +135,7 @@ def main(
             for future in as_completed(futures):
                 data = saved(future.result())
     if data is None:  # every seed was kept: the record stays as it was written
-        data = (
-            load(path)
-            if runs and len(runs) == len(_kept_runs(path, experiment, settings))
-            else current()
-        )
+        data = load(path) if len(runs) == len(kept) else current()
     print(markdown(data))
     failed = [
         claim for claim, holds in conclusions(data["results"]).items() if not holds
@@ -188,6 +181,25 @@ def bucket_table(
     for label, keys in rows.items():
         cells = [band(runs, *keys, b).text(digits) for b in buckets]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def band_table(
+    corner: str,
+    columns: Sequence[str],
+    rows: Mapping[Any, Sequence[Band]],
+    digits: int = 3,
+) -> list[str]:
+    """A markdown table of bands: one row per ``{label: bands}``, one cell per
+    column, each the mean and range over the seeds."""
+    lines = [
+        f"| {corner} | " + " | ".join(columns) + " |",
+        "|---" * (len(columns) + 1) + "|",
+    ]
+    for label, bands in rows.items():
+        lines.append(
+            f"| {label} | " + " | ".join(b.text(digits) for b in bands) + " |"
+        )
     return lines
 
 

@@ -155,11 +155,11 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
 def markdown(data: dict[str, Any]) -> str:
     """The reproducing page's table: each measure, mean and range over the seeds."""
     runs = data["results"]["runs"]
-    header = "| decoder | " + " | ".join(MEASURES.values()) + " |"
-    lines = [header, "|---|---|---|---|"]
-    for name in MODELS:
-        cells = [band(runs, "models", name, key).text() for key in MEASURES]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines = over_seeds.band_table(
+        "decoder",
+        list(MEASURES.values()),
+        {n: [band(runs, "models", n, key) for key in MEASURES] for n in MODELS},
+    )
     seeds = ", ".join(str(r["seed"]) for r in runs)
     return (
         f"Seeds {seeds}; {SETTINGS['steps']} steps, states of {SETTINGS['hidden']}"

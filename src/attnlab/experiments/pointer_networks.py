@@ -291,22 +291,23 @@ def markdown(data: dict[str, Any]) -> str:
     """The reproducing page's tables: the sorters' measures and the hull model's
     by size, mean and range over the seeds."""
     runs = data["results"]["runs"]
-    lines = [
-        "| sorter trained | " + " | ".join(REPORT) + " |",
-        "|---|" + "---|" * len(REPORT),
-    ]
-    for name in TRAINED:
-        cells = [band(runs, "sorters", name, k).text() for k in REPORT]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines = over_seeds.band_table(
+        "sorter trained",
+        REPORT,
+        {n: [band(runs, "sorters", n, k) for k in REPORT] for n in TRAINED},
+    )
+    hull = ("accuracy", "coverage", "invalid")
     lines += [
         "",
-        "| hull, points | accuracy | coverage | invalid |",
-        "|---|---|---|---|",
+        *over_seeds.band_table(
+            "hull, points",
+            hull,
+            {
+                n: [hull_band(runs, n, k) for k in hull]
+                for n in SETTINGS["hull_test_sizes"]
+            },
+        ),
     ]
-    for n in SETTINGS["hull_test_sizes"]:
-        measures = ("accuracy", "coverage", "invalid")
-        cells = [hull_band(runs, n, k).text() for k in measures]
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
     seeds = ", ".join(str(r["seed"]) for r in runs)
     return (
         f"Seeds {seeds}; sorters {SETTINGS['sort_steps']} steps, hull model"

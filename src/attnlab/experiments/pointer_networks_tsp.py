@@ -313,17 +313,24 @@ def markdown(data: dict[str, Any]) -> str:
     """The reproducing page's tables: each method's mean gap at 10 cities, and
     three methods' by number of cities, mean and range over the seeds."""
     runs = data["results"]["runs"]
-    lines = ["| method, 10 cities | mean gap above the optimum |", "|---|---|"]
-    for name in runs[0]["methods"]:
-        lines.append(f"| {name} | {method_band(runs, name).text(4)} |")
+    lines = over_seeds.band_table(
+        "method, 10 cities",
+        ["mean gap above the optimum"],
+        {name: [method_band(runs, name)] for name in runs[0]["methods"]},
+        digits=4,
+    )
     lines += [
         "",
-        "| cities | " + " | ".join(SIZE_METHODS) + " |",
-        "|---|---|---|---|",
+        *over_seeds.band_table(
+            "cities",
+            SIZE_METHODS,
+            {
+                n: [size_band(runs, m, n) for m in SIZE_METHODS]
+                for n in SETTINGS["sizes"]
+            },
+            digits=4,
+        ),
     ]
-    for n in SETTINGS["sizes"]:
-        cells = [size_band(runs, m, n).text(4) for m in SIZE_METHODS]
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
     seeds = ", ".join(str(r["seed"]) for r in runs)
     return (
         f"Seeds {seeds}; {SETTINGS['steps']} steps on {SETTINGS['train']:,}"
