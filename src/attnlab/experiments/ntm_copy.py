@@ -34,13 +34,14 @@ import platform
 import statistics
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
+from typing import Any
 
 import torch
 
 from attnlab.experiments.record import provenance, record, save
 from attnlab.ntm import NTM, LSTMBaseline
 from attnlab.tasks.copy import BITS, TEST_SEED, evaluate_copy, train_copy
-from attnlab.train import seed_everything
+from attnlab.train import History, seed_everything
 
 LENGTHS = (10, 20, 30, 40, 50, 60)
 SOLVED_BITS = 0.1  # at the training lengths 10 and 20
@@ -60,6 +61,29 @@ def met_target(bits: dict[int, float]) -> bool:
     return bits[10] < SOLVED_BITS and bits[20] < SOLVED_BITS and bits[40] < LONG_BITS
 
 
+def build(kind: str = "ntm") -> NTM | LSTMBaseline:
+    """The chapter's NTM (LSTM controller of 100 units, memory 128 x 20, one read
+    and one write head) or, with ``kind="lstm"``, its LSTM baseline (one layer of
+    128 units)."""
+    if kind == "ntm":
+        return NTM(BITS + 1, BITS, hidden_size=100, memory_rows=128, memory_width=20)
+    if kind == "lstm":
+        return LSTMBaseline(BITS + 1, BITS, hidden_size=128, layers=1)
+    raise ValueError(f"kind must be 'ntm' or 'lstm', got {kind!r}")
+
+
+def train_model(
+    kind: str, steps: int, seed: int = 0, *, desc: str | None = None, **recipe: Any
+) -> tuple[NTM | LSTMBaseline, History]:
+    """Build a model with :func:`seed_everything` ``(seed)`` and train it with the
+    chapter's recipe (:func:`~attnlab.tasks.copy.train_copy`, changed by
+    ``recipe``), the weights of the lowest validation loss kept."""
+    seed_everything(seed)
+    model = build(kind)
+    history = train_copy(model, steps=steps, seed=seed, desc=desc or kind, **recipe)
+    return model, history
+
+
 def run_seed(
     seed: int,
     steps: int,
@@ -74,16 +98,7 @@ def run_seed(
     sequences of each of ``eval_seeds`` and the training seconds. ``recipe``
     (``lr``, ``lr_drop``, ``zero_vectors``, ``curriculum``) goes to
     :func:`~attnlab.tasks.copy.train_copy`."""
-    seed_everything(seed)
-    if kind == "ntm":
-        model = NTM(
-            BITS + 1, BITS, hidden_size=100, memory_rows=128, memory_width=20
-        )
-    else:
-        model = LSTMBaseline(BITS + 1, BITS, hidden_size=128, layers=1)
-    history = train_copy(
-        model, steps=steps, seed=seed, desc=f"seed {seed}", **recipe
-    )
+    model, history = train_model(kind, steps, seed, desc=f"seed {seed}", **recipe)
     measures = [evaluate_copy(model, LENGTHS, n=n_eval, seed=e) for e in eval_seeds]
     return measures, history.seconds
 

@@ -1,0 +1,102 @@
+"""``python -m attnlab.experiments neural-turing-machines``: chapter 9's NTM and
+its LSTM baseline on the copy task, over five seeds at the chapter's budget.
+
+Seed ``s`` trains both models as the chapter does (:data:`SETTINGS`: 3,000 steps
+of 32 sequences of 1 to 20 vectors, :func:`attnlab.experiments.ntm_copy.train_model`,
+the weights of the lowest validation loss kept) and tests them on the chapter's
+1,024 sequences of each length from 10 to 60: wrong bits and cost per sequence, and
+the share of sequences copied without a wrong bit. It also keeps each run's
+validation curve. :func:`conclusions` lists what the chapter states over seeds.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from attnlab.experiments import over_seeds
+from attnlab.experiments.ntm_copy import LENGTHS, train_model
+from attnlab.runmode import seed_offset
+from attnlab.seedband import Band, band
+from attnlab.tasks.copy import evaluate_copy
+
+SETTINGS: dict[str, Any] = {
+    "steps": 3000,
+    "test_sequences": 1024,
+    "lengths": LENGTHS,
+}
+MODELS = {"NTM": "ntm", "LSTM": "lstm"}
+MEASURES = {
+    "bits": "wrong bits per sequence",
+    "cost": "cost per sequence (bits)",
+    "perfect": "copied without error",
+}
+TRAINING_LENGTHS = ("10", "20")
+BEYOND = ("30", "40", "50", "60")
+
+
+def run_seed(seed: int) -> dict[str, Any]:
+    """Both models as the chapter trains them under ``ATTNLAB_SEED_OFFSET = seed``
+    (set by the command): the test measures by length and the validation curve."""
+    assert seed_offset() == seed, (seed_offset(), seed)
+    models = {}
+    for name, kind in MODELS.items():
+        model, history = train_model(kind, SETTINGS["steps"], desc=name)
+        measured = evaluate_copy(model, LENGTHS, n=SETTINGS["test_sequences"])
+        models[name] = {
+            key: {str(n): v for n, v in values.items()}
+            for key, values in measured.items()
+        }
+        models[name]["val_bits"] = history.metric("val_bits")[1]
+    return {"models": models}
+
+
+def conclusions(results: dict[str, Any]) -> dict[str, bool]:
+    """What chapter 9 states over seeds."""
+    runs = results["runs"]
+
+    def bits(name: str, length: str) -> Band:
+        return band(runs, "models", name, "bits", length)
+
+    return {
+        "the NTM under 1 wrong bit per sequence at lengths 10 and 20,"
+        " on every seed": (max(bits("NTM", n).high for n in TRAINING_LENGTHS) < 1),
+        "the LSTM above 10 wrong bits per sequence at length 20, on every seed": (
+            bits("LSTM", "20").low > 10
+        ),
+        "beyond length 20, the LSTM more than twice the NTM's errors (or 1 bit), on"
+        " every seed": all(
+            lstm > 2 * max(ntm, 1.0)
+            for n in BEYOND
+            for ntm, lstm in zip(
+                bits("NTM", n).values, bits("LSTM", n).values, strict=True
+            )
+        ),
+    }
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """The reproducing page's table: each model's measures by length, mean and
+    range over the seeds."""
+    runs = data["results"]["runs"]
+    lines = over_seeds.bucket_table(
+        runs,
+        f"Test sequences ({SETTINGS['test_sequences']:,} of each length) by length",
+        {
+            f"{name}, {label}": ("models", name, key)
+            for name in MODELS
+            for key, label in MEASURES.items()
+        },
+        [str(n) for n in LENGTHS],
+        digits=3,
+    )
+    seeds = ", ".join(str(r["seed"]) for r in runs)
+    return (
+        f"Seeds {seeds}; {SETTINGS['steps']:,} steps per model.\n\n"
+        + "\n".join(lines)
+        + over_seeds.footer(data, conclusions)
+    )
+
+
+def main(argv: list[str]) -> None:
+    over_seeds.command(sys.modules[__name__], argv)
