@@ -71,3 +71,19 @@ def test_the_tables_and_bands_come_from_the_runs(tiny):
     assert mean == pytest.approx(sum(values) / len(values)) and (low, high) == (min(values), max(values))
     names, means, lows, highs = transformer_vs_rnn.band(found, "Transformer", "alibi")
     assert names[0] == "5-10" and names[-1] == "71-80" and all(lo <= m <= hi for m, lo, hi in zip(means, lows, highs, strict=True))
+
+
+def test_more_seeds_extend_a_record_without_training_its_runs_again(tiny, tmp_path, monkeypatch):
+    path = tmp_path / "tvr.json"
+    record.save(path, tiny)
+    trained = []
+    real = transformer_vs_rnn.train_and_score
+    monkeypatch.setattr(transformer_vs_rnn, "train_and_score", lambda run, **kw: trained.append(run) or real(run, **kw))
+    transformer_vs_rnn.main(["--steps", "2", "--seeds", "3", "--sentences-per-length", "1",
+                             "--validation-per-length", "1", "--json", str(path)])
+    found, before = record.load(path)["results"], tiny["results"]
+    assert {(r.model, r.positions, r.seed) for r in trained} == (
+        {(m, "sinusoidal", 2) for m in MODELS} | {("Transformer", p, 2) for p in POSITIONS[1:]})
+    assert found["selection"] == before["selection"] and found["chosen"] == before["chosen"]
+    assert [r for r in found["runs"] if r["seed"] < 2] == before["runs"]
+    assert found["settings"]["seeds"] == 3

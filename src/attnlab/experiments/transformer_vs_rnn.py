@@ -23,7 +23,9 @@ Everything below is fixed before any model is trained:
 
 ``--jobs N`` trains N runs at a time, each in its own process on one thread (the
 results do not depend on N). ``--json PATH`` writes the record from which
-:func:`markdown` makes the tables of the reproducing page and the chapter.
+:func:`markdown` makes the tables of the reproducing page and the chapter; a record
+already there, made with the same settings and candidates, keeps its recipes and
+runs, and only the missing seeds are trained.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ import statistics
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import partial
+from pathlib import Path
 
 import torch
 
-from attnlab.experiments.record import provenance, record, save
+from attnlab.experiments.record import load, provenance, record, save
 from attnlab.tasks.translation import (
     LENGTH_BUCKETS,
     SOURCE_VOCAB,
@@ -176,12 +179,23 @@ def run_all(runs: list[Run], jobs: int, **settings) -> list[dict]:
         return list(pool.map(work, runs))
 
 
+def _earlier(path: str | None, settings: dict) -> dict | None:
+    """The results of an earlier record at ``path`` made with the same settings and
+    candidates, whose recipes and runs a command with more seeds keeps."""
+    if not path or not Path(path).is_file():
+        return None
+    results = load(path)["results"]
+    same = {k: results["settings"].get(k) for k in settings} == settings
+    candidates = {m: [asdict(r) for r in rs] for m, rs in CANDIDATES.items()}
+    return results if same and results["candidates"] == candidates else None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m attnlab.experiments transformer-vs-rnn",
         description=__doc__.splitlines()[0],
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 (3)")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0 .. N-1 (5)")
     parser.add_argument("--steps", type=int, default=2000, help="steps per model")
     parser.add_argument(
         "--sentences-per-length", type=int, default=16, help="test sentences (16)"
@@ -200,38 +214,48 @@ def main(argv: list[str] | None = None) -> None:
         "per_length": args.sentences_per_length,
         "validation": args.validation_per_length,
     }
-    # 1. the recipes, chosen on seed 0 by validation accuracy
-    trials = [Run(m, r, 0) for m, recipes in CANDIDATES.items() for r in recipes]
-    selection = run_all(trials, args.jobs, **settings)
-    chosen = {}
-    for model in MODELS:
-        scored = [s for s in selection if s["model"] == model]
-        best = max(scored, key=lambda s: s["validation_accuracy"])  # first of ties
-        chosen[model] = Recipe(**best["recipe"])
-        for s in scored:
-            mark = "  <- chosen" if s is best else ""
-            print(
-                f"{model:>11}, {s['recipe']['name']}: validation word accuracy"
-                f" {s['validation_accuracy']:.3f}{mark}"
-            )
-    # 2. the chosen recipes over seeds (seed 0's runs are those of the selection),
-    # and the Transformer's recipe with other positions
-    runs = [Run(m, chosen[m], seed) for m in MODELS for seed in range(1, args.seeds)]
-    runs += [
+    earlier = _earlier(args.json, settings)
+    if earlier is None:
+        # 1. the recipes, chosen on seed 0 by validation accuracy
+        trials = [Run(m, r, 0) for m, recipes in CANDIDATES.items() for r in recipes]
+        tried = run_all(trials, args.jobs, **settings)
+        chosen = {}
+        for model in MODELS:
+            scored = [s for s in tried if s["model"] == model]
+            # the first of ties
+            best = max(scored, key=lambda s: s["validation_accuracy"])
+            chosen[model] = Recipe(**best["recipe"])
+        # seed 0's runs of the chosen recipes are those of the selection
+        kept = [s for s in tried if Recipe(**s["recipe"]) == chosen[s["model"]]]
+        selection = [
+            {k: s[k] for k in ("model", "recipe", "validation_accuracy", "seconds")}
+            for s in tried
+        ]
+    else:  # the selection and the runs of an earlier record, which is extended
+        selection = earlier["selection"]
+        chosen = {m: Recipe(**r) for m, r in earlier["chosen"].items()}
+        kept = [r for r in earlier["runs"] if r["seed"] < args.seeds]
+    for s in selection:
+        mark = "  <- chosen" if Recipe(**s["recipe"]) == chosen[s["model"]] else ""
+        print(
+            f"{s['model']:>11}, {s['recipe']['name']}: validation word accuracy"
+            f" {s['validation_accuracy']:.3f}{mark}"
+        )
+    # 2. the chosen recipes over seeds, and the Transformer's with other positions
+    wanted = [Run(m, chosen[m], seed) for m in MODELS for seed in range(args.seeds)]
+    wanted += [
         Run("Transformer", chosen["Transformer"], seed, positions)
         for positions in POSITIONS[1:]
         for seed in range(args.seeds)
     ]
-    done = run_all(runs, args.jobs, **settings)
-    done += [s for s in selection if Recipe(**s["recipe"]) == chosen[s["model"]]]
+    have = {(r["model"], r["positions"], r["seed"]) for r in kept}
+    missing = [r for r in wanted if (r.model, r.positions, r.seed) not in have]
+    done = kept + run_all(missing, args.jobs, **settings)
     done.sort(key=lambda s: (s["model"], POSITIONS.index(s["positions"]), s["seed"]))
     results = {
         "settings": {**settings, "seeds": args.seeds, "buckets": BUCKETS},
         "candidates": {m: [asdict(r) for r in rs] for m, rs in CANDIDATES.items()},
-        "selection": [
-            {k: s[k] for k in ("model", "recipe", "validation_accuracy", "seconds")}
-            for s in selection
-        ],
+        "selection": selection,
         "chosen": {m: asdict(r) for m, r in chosen.items()},
         "runs": done,
     }
