@@ -165,3 +165,18 @@ def test_band_table_puts_one_band_per_cell():
         "| m | 0.60 (0.50 to 0.70) | 0.50 (0.25 to 0.75) |",
         "| 10 | 0.50 (0.25 to 0.75) | 0.60 (0.50 to 0.70) |",
     ]
+
+
+def test_page_names_the_seeds_and_budget_then_the_tables_and_the_verdicts():
+    from attnlab.experiments import record
+    from attnlab.experiments.over_seeds import footer, page
+
+    data = record.record("toy", ["--seeds", "2"], {"settings": {}, "runs": [{"seed": 0, "seconds": 1.0},
+                                                                             {"seed": 1, "seconds": 2.0}]})
+
+    def verdicts(results):
+        return {"two seeds": len(results["runs"]) == 2}
+
+    text = page(data, verdicts, "3 steps", ["| a |", "|---|"])
+    assert text == "Seeds 0, 1; 3 steps.\n\n| a |\n|---|" + footer(data, verdicts)
+    assert "- holds: two seeds" in text and "seed 1 2 s" in text

@@ -203,6 +203,22 @@ def band_table(
     return lines
 
 
+def page(
+    data: dict[str, Any],
+    conclusions: Callable[[dict[str, Any]], dict[str, bool]],
+    budget: str,
+    lines: Sequence[str],
+) -> str:
+    """A record's tables for the reproducing page: the seeds and ``budget`` (the
+    chapter's training, in words), the table ``lines``, then the :func:`footer`."""
+    seeds = ", ".join(str(run["seed"]) for run in data["results"]["runs"])
+    return (
+        f"Seeds {seeds}; {budget}.\n\n"
+        + "\n".join(lines)
+        + footer(data, conclusions)
+    )
+
+
 def footer(
     data: dict[str, Any], conclusions: Callable[[dict[str, Any]], dict[str, bool]]
 ) -> str:

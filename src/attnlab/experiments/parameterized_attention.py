@@ -160,11 +160,8 @@ def markdown(data: dict[str, Any]) -> str:
         list(MEASURES.values()),
         {n: [band(runs, "models", n, key) for key in MEASURES] for n in MODELS},
     )
-    seeds = ", ".join(str(r["seed"]) for r in runs)
-    return (
-        f"Seeds {seeds}; {SETTINGS['steps']} steps, states of {SETTINGS['hidden']}"
-        " features.\n\n" + "\n".join(lines) + over_seeds.footer(data, conclusions)
-    )
+    budget = f"{SETTINGS['steps']} steps, states of {SETTINGS['hidden']} features"
+    return over_seeds.page(data, conclusions, budget, lines)
 
 
 def main(argv: list[str]) -> None:

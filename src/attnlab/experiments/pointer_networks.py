@@ -308,13 +308,11 @@ def markdown(data: dict[str, Any]) -> str:
             },
         ),
     ]
-    seeds = ", ".join(str(r["seed"]) for r in runs)
-    return (
-        f"Seeds {seeds}; sorters {SETTINGS['sort_steps']} steps, hull model"
-        f" {SETTINGS['hull_steps']} steps.\n\n"
-        + "\n".join(lines)
-        + over_seeds.footer(data, conclusions)
+    budget = (
+        f"sorters {SETTINGS['sort_steps']} steps, hull model"
+        f" {SETTINGS['hull_steps']} steps"
     )
+    return over_seeds.page(data, conclusions, budget, lines)
 
 
 def main(argv: list[str]) -> None:

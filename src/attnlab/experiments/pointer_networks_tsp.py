@@ -331,13 +331,11 @@ def markdown(data: dict[str, Any]) -> str:
             digits=4,
         ),
     ]
-    seeds = ", ".join(str(r["seed"]) for r in runs)
-    return (
-        f"Seeds {seeds}; {SETTINGS['steps']} steps on {SETTINGS['train']:,}"
-        f" instances of {SETTINGS['cities']} cities.\n\n"
-        + "\n".join(lines)
-        + over_seeds.footer(data, conclusions)
+    budget = (
+        f"{SETTINGS['steps']} steps on {SETTINGS['train']:,} instances of"
+        f" {SETTINGS['cities']} cities"
     )
+    return over_seeds.page(data, conclusions, budget, lines)
 
 
 def main(argv: list[str]) -> None:

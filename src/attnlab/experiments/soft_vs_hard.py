@@ -121,12 +121,8 @@ def markdown(data: dict[str, Any]) -> str:
         std = "" if name == "no attention" else f"{spread(runs, name):.4f}"
         long = band(runs, "models", name, "accuracy", LONG).text()
         lines.append(f"| {name} | {curve} | {long} | {std} |")
-    seeds = ", ".join(str(r["seed"]) for r in runs)
-    return (
-        f"Seeds {seeds}; budget of chapter 5 ({SETTINGS['steps']} steps).\n\n"
-        + "\n".join(lines)
-        + over_seeds.footer(data, conclusions)
-    )
+    budget = f"budget of chapter 5 ({SETTINGS['steps']} steps)"
+    return over_seeds.page(data, conclusions, budget, lines)
 
 
 def main(argv: list[str]) -> None:

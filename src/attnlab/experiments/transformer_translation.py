@@ -300,12 +300,8 @@ def markdown(data: dict[str, Any]) -> str:
             for name in ("RNNsearch", "Transformer")
         },
     )
-    seeds = ", ".join(str(r["seed"]) for r in runs)
-    return (
-        f"Seeds {seeds}; {SETTINGS['steps']} steps per model.\n\n"
-        + "\n".join(lines)
-        + over_seeds.footer(data, conclusions)
-    )
+    budget = f"{SETTINGS['steps']} steps per model"
+    return over_seeds.page(data, conclusions, budget, lines)
 
 
 def main(argv: list[str]) -> None:
