@@ -180,3 +180,13 @@ def test_page_names_the_seeds_and_budget_then_the_tables_and_the_verdicts():
     text = page(data, verdicts, "3 steps", ["| a |", "|---|"])
     assert text == "Seeds 0, 1; 3 steps.\n\n| a |\n|---|" + footer(data, verdicts)
     assert "- holds: two seeds" in text and "seed 1 2 s" in text
+
+
+def test_every_seed_asks_a_relation_of_each_seed_not_of_the_means():
+    from attnlab.seedband import every_seed
+
+    a, b = Band((1.0, 4.0), (0, 1)), Band((3.0, 1.0), (0, 1))
+    assert (a.mean > b.mean) and not every_seed(lambda x, y: x > y, a, b)
+    assert every_seed(lambda x, y: x + y < 6, a, b)
+    with pytest.raises(ValueError, match=r"bands over different seeds: \[\[0, 1\], \[0, 2\]\]"):
+        every_seed(lambda x, y: True, a, Band((1.0, 2.0), (0, 2)))

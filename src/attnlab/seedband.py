@@ -14,7 +14,7 @@ deviations, the widened band about 7.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +90,17 @@ class Band:
             tuple(a - b for a, b in zip(self.values, other.values, strict=True)),
             self.seeds,
         )
+
+
+def every_seed(holds: Callable[..., bool], *bands: Band) -> bool:
+    """Whether ``holds(a, b, ...)`` is true of every seed's values of ``bands``
+    (a relation between measures that must hold seed by seed, not on average)."""
+    if len({b.seeds for b in bands}) > 1:
+        raise ValueError(
+            f"bands over different seeds: {[list(b.seeds) for b in bands]}"
+        )
+    rows = zip(*(b.values for b in bands), strict=True)
+    return all(holds(*values) for values in rows)
 
 
 def glue_band(name: str, recorded: Band) -> None:

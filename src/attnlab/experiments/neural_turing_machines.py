@@ -17,7 +17,7 @@ from typing import Any
 from attnlab.experiments import over_seeds
 from attnlab.experiments.ntm_copy import LENGTHS, train_model
 from attnlab.runmode import seed_offset
-from attnlab.seedband import Band, band
+from attnlab.seedband import Band, band, every_seed
 from attnlab.tasks.copy import evaluate_copy
 
 SETTINGS: dict[str, Any] = {
@@ -66,11 +66,12 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
         ),
         "beyond length 20, the LSTM more than twice the NTM's errors (or 1 bit), on"
         " every seed": all(
-            lstm > 2 * max(ntm, 1.0)
-            for n in BEYOND
-            for ntm, lstm in zip(
-                bits("NTM", n).values, bits("LSTM", n).values, strict=True
+            every_seed(
+                lambda ntm, lstm: lstm > 2 * max(ntm, 1.0),
+                bits("NTM", n),
+                bits("LSTM", n),
             )
+            for n in BEYOND
         ),
     }
 

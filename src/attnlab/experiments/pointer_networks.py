@@ -13,7 +13,6 @@ chapter states over seeds.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,7 +20,7 @@ import torch
 from attnlab.experiments import over_seeds
 from attnlab.pointer import PointerNet
 from attnlab.runmode import offset_seed, seed_offset
-from attnlab.seedband import Band, band
+from attnlab.seedband import Band, band, every_seed
 from attnlab.tasks import convex_hull_data, hull_metrics, sorting_data
 from attnlab.train import History, seed_everything, train
 
@@ -226,12 +225,6 @@ def hull_band(runs: list[dict[str, Any]], n: int, key: str) -> Band:
     return band(runs, "hull", "sizes", str(n), key)
 
 
-def _every(holds: Callable[..., bool], *bands: Band) -> bool:
-    """Whether ``holds(*values)`` is true of every seed's values."""
-    rows = zip(*(b.values for b in bands), strict=True)
-    return all(holds(*values) for values in rows)
-
-
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     """What chapter 10 states over seeds, each gap beyond the band's own spread."""
     runs = results["runs"]
@@ -259,11 +252,11 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
         "the masked sorters ahead in sorted lists (decoded with the mask)": (
             masked["sorted, mask"] - sorted_
         ).ranks(),
-        "trained without, most errors are repeats on every seed": _every(
+        "trained without, most errors are repeats on every seed": every_seed(
             lambda o, s: 1 - o > o - s, ordering, unmasked["sorted, none"]
         ),
         "the mask at decoding rescues a minority of the repeats on every seed": (
-            _every(
+            every_seed(
                 lambda m, s, o: m - s < 0.5 * (1 - o),
                 sorted_,
                 unmasked["sorted, none"],

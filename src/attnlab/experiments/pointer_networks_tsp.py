@@ -22,7 +22,7 @@ from attnlab.metrics import mean_interval
 from attnlab.pointer import PointerNet
 from attnlab.progress import progress
 from attnlab.runmode import offset_seed, seed_offset
-from attnlab.seedband import Band
+from attnlab.seedband import Band, every_seed
 from attnlab.tasks import (
     nearest_neighbour_tour,
     optimality_gaps,
@@ -264,17 +264,13 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
         "2-opt from nearest neighbour ahead of greedy decoding": (
             gap[GREEDY] - gap[LOCAL]
         ).ranks(GAP_FLOOR),
-        "2-opt from the greedy tours: under half the greedy gap": (
-            all(
-                r < g / 2
-                for r, g in zip(
-                    gap[REPAIRED].values, gap[GREEDY].values, strict=True
-                )
-            )
+        "2-opt from the greedy tours: under half the greedy gap": every_seed(
+            lambda repaired, greedy: repaired < greedy / 2,
+            gap[REPAIRED],
+            gap[GREEDY],
         ),
-        "2-opt from BEAM starts at least as close as the beam on every seed": all(
-            a <= b
-            for a, b in zip(gap[STARTS].values, gap[SHORTEST].values, strict=True)
+        "2-opt from BEAM starts at least as close as the beam on every seed": (
+            every_seed(lambda a, b: a <= b, gap[STARTS], gap[SHORTEST])
         ),
         "below 10 cities, greedy gaps not clearly above those at 10": all(
             max(run["sizes"]["greedy"][str(k)][0] for k in sizes if k < n)
