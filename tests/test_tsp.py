@@ -334,3 +334,15 @@ def test_optimality_gaps_by_hand_and_against_a_loop():
             optimality_gaps(bad, [1.0, 2.0])
     with pytest.raises(ValueError, match="positive"):
         optimality_gaps([1.0], [0.0])
+
+
+def test_the_records_gaps_are_per_instance_and_refuse_a_tour_below_the_optimum():
+    from attnlab.experiments.pointer_networks_tsp import instance_gaps, length_gaps
+
+    gaps = length_gaps(torch.tensor([3.0, 2.0 * (1 - 1e-16)], dtype=torch.float64), torch.tensor([2.0, 2.0], dtype=torch.float64))
+    assert gaps.tolist() == [0.5, 0.0]  # a rounding error below the optimum counts as 0
+    with pytest.raises(ValueError, match="shorter than the optimal one"):
+        length_gaps(torch.tensor([1.9]), torch.tensor([2.0]))
+    square = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]])
+    crossed, optimal = torch.tensor([[0, 2, 1, 3]]), torch.tensor([[0, 1, 2, 3]])
+    assert instance_gaps(square, optimal, crossed).item() == pytest.approx((2 + 2 * 2**0.5) / 4 - 1)

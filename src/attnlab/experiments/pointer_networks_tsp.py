@@ -148,11 +148,17 @@ def decode_methods(
 def instance_gaps(
     points: torch.Tensor, optimal: torch.Tensor, tours: torch.Tensor
 ) -> torch.Tensor:
-    """Each instance's gap ``L / L* - 1`` ``(B,)``, in float64; no tour is shorter
-    than the optimal one, and the clamp sets the rounding error of an optimal tour
-    (about 1e-16) to 0."""
+    """Each instance's gap ``L / L* - 1`` ``(B,)``, in float64
+    (:func:`length_gaps`)."""
     points = points.double()
-    gaps = tour_length(points, tours) / tour_length(points, optimal) - 1
+    return length_gaps(tour_length(points, tours), tour_length(points, optimal))
+
+
+def length_gaps(lengths: torch.Tensor, optimal: torch.Tensor) -> torch.Tensor:
+    """Each instance's gap ``L / L* - 1`` ``(B,)`` from tour lengths ``(B,)``; no
+    tour is shorter than the optimal one, and the clamp sets the rounding error of
+    an optimal tour (about 1e-16) to 0."""
+    gaps = lengths / optimal - 1
     if not (gaps > -1e-9).all():
         raise ValueError(
             f"a tour shorter than the optimal one: gap {gaps.min():.3g}"
@@ -195,9 +201,7 @@ def size_study(
                 ("2-opt", tour_length(points64, local)),
             ]:
                 of_means[method][n] = optimality_gaps(lengths, shortest)[0]
-                intervals[method][n] = mean_interval(
-                    (lengths / shortest - 1).clamp(min=0)
-                )
+                intervals[method][n] = mean_interval(length_gaps(lengths, shortest))
             bar.update()
     return intervals, of_means
 
