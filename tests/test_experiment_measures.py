@@ -59,3 +59,19 @@ def test_the_copy_models_are_the_chapters_and_a_wrong_kind_is_named():
     assert (lstm.lstm.hidden_size, lstm.lstm.num_layers) == (128, 1)
     with pytest.raises(ValueError, match="kind must be 'ntm' or 'lstm', got 'gru'"):
         ntm_copy.build("gru")
+
+
+def test_transformer_vs_rnn_conclusions_fail_when_one_seed_breaks_them():
+    import copy
+
+    from attnlab.experiments import record, transformer_vs_rnn
+
+    found = record.published("transformer-vs-rnn")["results"]
+    assert all(transformer_vs_rnn.conclusions(found).values())
+    broken = copy.deepcopy(found)
+    learned = next(r for r in broken["runs"] if r["positions"] == "learned" and r["seed"] == 3)
+    next(row for row in learned["buckets"] if row["bucket"] == "61-70")["token_accuracy"] = 1.0
+    verdicts = transformer_vs_rnn.conclusions(broken)
+    assert [claim for claim, holds in verdicts.items() if not holds] == [
+        "beyond the training lengths, learned positions below sinusoids, seed by seed"
+    ]

@@ -29,8 +29,9 @@ def test_recipes_give_their_schedules():
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     path = tmp_path_factory.mktemp("tvr") / "tvr.json"
-    transformer_vs_rnn.main(["--steps", "2", "--seeds", "2", "--sentences-per-length", "1",
-                             "--validation-per-length", "1", "--json", str(path)])
+    with pytest.raises(SystemExit, match="contradicts what the chapter states"):  # two steps learn nothing
+        transformer_vs_rnn.main(["--steps", "2", "--seeds", "2", "--sentences-per-length", "1",
+                                 "--validation-per-length", "1", "--json", str(path)])
     return record.load(path)
 
 
@@ -79,8 +80,9 @@ def test_more_seeds_extend_a_record_without_training_its_runs_again(tiny, tmp_pa
     trained = []
     real = transformer_vs_rnn.train_and_score
     monkeypatch.setattr(transformer_vs_rnn, "train_and_score", lambda run, **kw: trained.append(run) or real(run, **kw))
-    transformer_vs_rnn.main(["--steps", "2", "--seeds", "3", "--sentences-per-length", "1",
-                             "--validation-per-length", "1", "--json", str(path)])
+    with pytest.raises(SystemExit, match="contradicts"):
+        transformer_vs_rnn.main(["--steps", "2", "--seeds", "3", "--sentences-per-length", "1",
+                                 "--validation-per-length", "1", "--json", str(path)])
     found, before = record.load(path)["results"], tiny["results"]
     assert {(r.model, r.positions, r.seed) for r in trained} == (
         {(m, "sinusoidal", 2) for m in MODELS} | {("Transformer", p, 2) for p in POSITIONS[1:]})

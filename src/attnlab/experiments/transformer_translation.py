@@ -16,7 +16,6 @@ Transformer's cross-attention head chosen on validation sentences.
 from __future__ import annotations
 
 import sys
-from functools import partial
 from typing import Any
 
 from torch import nn
@@ -32,8 +31,6 @@ from attnlab.tasks.translation import (
     attention_maps,
     evaluate_translation,
     examples_per_length,
-    train_translation,
-    translation_loss,
 )
 from attnlab.train import History, seed_everything
 from attnlab.transformer import Transformer
@@ -60,10 +57,15 @@ def recipes() -> dict[str, transformer_vs_rnn.Recipe]:
     }
 
 
-def build(name: str, positions: str = "sinusoidal") -> nn.Module:
+def build(
+    name: str,
+    positions: str = "sinusoidal",
+    recipe: transformer_vs_rnn.Recipe | None = None,
+) -> nn.Module:
     """A fresh model: ``"RNNenc"``, ``"RNNsearch"`` or ``"Transformer"`` (2 + 2
-    layers of width 96, 2 heads, the recipe's layer-norm order, ``positions``)."""
-    recipe = recipes()[name]
+    layers of width 96, 2 heads, ``positions``, the layer-norm order of ``recipe``,
+    by default the one :func:`recipes` gives the model)."""
+    recipe = recipe or recipes()[name]
     return transformer_vs_rnn.build(
         transformer_vs_rnn.Run(name, recipe, 0, positions)
     )
@@ -81,15 +83,12 @@ def train_model(
     steps = steps or SETTINGS["steps"]
     recipe = recipes()[name]
     seed_everything(0)
-    model = build(name, positions)
-    history = train_translation(
+    model = build(name, positions, recipe)
+    history = recipe.train(
         model,
         steps,
-        lr=recipe.lr,
         eval_every=eval_every or SETTINGS["eval_every"],
         desc=name if positions == "sinusoidal" else f"{name}, {positions}",
-        lr_factor=recipe.lr_factor(steps),
-        loss_fn=partial(translation_loss, label_smoothing=recipe.label_smoothing),
     )
     return model, history
 

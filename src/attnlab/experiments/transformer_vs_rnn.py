@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -53,7 +54,7 @@ from attnlab.tasks.translation import (
     warmup_cosine,
     warmup_inverse_sqrt,
 )
-from attnlab.train import seed_everything
+from attnlab.train import History, seed_everything
 from attnlab.transformer import Transformer
 
 BUCKETS = (*LENGTH_BUCKETS, (61, 70), (71, 80))
@@ -83,6 +84,29 @@ class Recipe:
             "inverse-sqrt": lambda: warmup_inverse_sqrt(warmup),
             "cosine": lambda: warmup_cosine(steps, warmup),
         }[self.schedule]()
+
+    def train(
+        self,
+        model: torch.nn.Module,
+        steps: int,
+        *,
+        eval_every: int,
+        desc: str,
+        seed: int = 0,
+    ) -> History:
+        """Train ``model`` for ``steps`` on batches drawn from ``seed`` with this
+        recipe's rate, schedule and label smoothing, the best evaluation kept
+        (:func:`~attnlab.tasks.translation.train_translation`)."""
+        return train_translation(
+            model,
+            steps,
+            lr=self.lr,
+            seed=seed,
+            eval_every=eval_every,
+            desc=desc,
+            loss_fn=partial(translation_loss, label_smoothing=self.label_smoothing),
+            lr_factor=self.lr_factor(steps),
+        )
 
 
 CANDIDATES: dict[str, tuple[Recipe, ...]] = {
@@ -145,16 +169,12 @@ def train_and_score(run: Run, steps: int, per_length: int, validation: int) -> d
     torch.set_num_threads(1)
     seed_everything(run.seed)
     model = build(run)
-    loss = partial(translation_loss, label_smoothing=run.recipe.label_smoothing)
-    history = train_translation(
+    history = run.recipe.train(
         model,
         steps,
-        lr=run.recipe.lr,
-        seed=run.seed,
         eval_every=max(1, min(100, steps // 10)),
         desc=f"{run.model} {run.positions} {run.recipe.name} seed {run.seed}",
-        loss_fn=loss,
-        lr_factor=run.recipe.lr_factor(steps),
+        seed=run.seed,
     )
     model.eval()
     checked = examples_per_length(validation, 5, 40, seed=3)
@@ -262,6 +282,12 @@ def main(argv: list[str] | None = None) -> None:
     print(markdown({"results": results}, with_provenance=False))
     if args.json:
         save(args.json, record("transformer-vs-rnn", argv or [], results))
+    failed = [claim for claim, holds in conclusions(results).items() if not holds]
+    if failed:
+        sys.exit(
+            "the record contradicts what the chapter states over seeds:\n- "
+            + "\n- ".join(failed)
+        )
 
 
 def spread(runs: list[dict], bucket: str, key: str = "token_accuracy") -> tuple:
@@ -301,6 +327,57 @@ def last_fifth_gains(results: dict) -> dict[str, float]:
     return {
         m: statistics.mean(r["last_fifth_gain"] for r in group(results, m))
         for m in MODELS
+    }
+
+
+def conclusions(results: dict) -> dict[str, bool]:
+    """What chapter 8 states of the study over seeds, each checked seed by seed."""
+
+    def per_seed(model: str, bucket: str, positions: str = "sinusoidal") -> list:
+        runs = sorted(group(results, model, positions), key=lambda r: r["seed"])
+        return [
+            next(
+                row["token_accuracy"]
+                for row in r["buckets"]
+                if row["bucket"] == bucket
+            )
+            for r in runs
+        ]
+
+    gains = last_fifth_gains(results)
+    alibi = [
+        spread(group(results, "Transformer", "alibi"), f"{a}-{b}")[2]
+        for a, b in results["settings"]["buckets"]
+    ]
+    beyond = [f"{a}-{b}" for a, b in results["settings"]["buckets"] if a > 40]
+    return {
+        "trained to the end, RNNsearch and the Transformer above 0.99 on 31-40 words"
+        " on every seed, and no longer improving (gain over the last fifth under"
+        " 0.01)": all(
+            min(per_seed(m, "31-40")) > 0.99 and abs(gains[m]) < 0.01
+            for m in ("RNNsearch", "Transformer")
+        ),
+        "RNNenc under 0.5 on 31-40 words on every seed, and still improving (gain"
+        " over the last fifth above 0.02)": max(per_seed("RNNenc", "31-40")) < 0.5
+        and gains["RNNenc"] > 0.02,
+        "beyond the training lengths (41-60 words), RNNsearch more than 0.05 above"
+        " the Transformer's best seed on its worst": all(
+            min(per_seed("RNNsearch", b)) > max(per_seed("Transformer", b)) + 0.05
+            for b in ("41-50", "51-60")
+        ),
+        "beyond the training lengths, learned positions below sinusoids, seed by"
+        " seed": all(
+            s > lo
+            for b in beyond
+            for s, lo in zip(
+                per_seed("Transformer", b),
+                per_seed("Transformer", b, "learned"),
+                strict=True,
+            )
+        ),
+        "ALiBi in this encoder-decoder under 0.6 from 21 words on (its best seed),"
+        " and worse with every longer bucket": max(alibi[2:]) < 0.6
+        and all(a > b for a, b in zip(alibi, alibi[1:], strict=False)),
     }
 
 
@@ -366,6 +443,11 @@ def markdown(data: dict, *, with_provenance: bool = True) -> str:
         " training sentence were never trained):",
         "",
         positions_table(found),
+        "",
+        *(
+            f"- {'holds' if holds else 'does not hold'}: {claim}"
+            for claim, holds in conclusions(found).items()
+        ),
     ]
     if with_provenance:
         lines += ["", provenance(data)]

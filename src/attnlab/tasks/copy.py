@@ -24,6 +24,7 @@ from attnlab.train import History, train
 BITS = 8
 VAL_LENGTHS = (5, 10, 15, 20)
 TEST_SEED = 2014  # the seed of evaluate_copy's fixed test sequences
+EVAL_EVERY = 50  # train_copy's steps between two validation measures
 
 
 def copy_batch(
@@ -206,7 +207,7 @@ def train_copy(
     lr_drop_bits: float = 1.0,
     zero_vectors: float = 0.0,
     curriculum: int = 0,
-    eval_every: int = 50,
+    eval_every: int = EVAL_EVERY,
     desc: str = "copy task",
 ) -> History:
     """Train ``model`` on copy sequences of lengths 1-20 with Adam and gradient
