@@ -145,3 +145,16 @@ def test_soft_vs_hard_draws_the_same_weights_twice_and_marks_the_drawn_position(
     matplotlib.pyplot.close(fig)
     with pytest.raises(ValueError, match="chosen must be a position 0 .. 4"):
         schematics.soft_vs_hard(n_source=5, chosen=5)
+
+
+def test_luong_step_draws_a_global_step_without_a_window():
+    local, whole = schematics.luong_step(), schematics.luong_step(half_width=None)
+    assert r"window $[p_t - D,\ p_t + D]$" in texts(local)
+    assert "softmax over every source position" in texts(whole)
+    assert not any("window" in t for t in texts(whole))
+    # a bar of attention weight over every encoder state of the global step, over 3 of the local one
+    colour = to_rgba(schematics.ROLE_COLOURS["weight"])
+    bars = [[p for p in fig.axes[0].patches if p.get_facecolor() == colour] for fig in (local, whole)]
+    assert len(bars[0]) == 3 and len(bars[1]) == 7
+    matplotlib.pyplot.close(local)
+    matplotlib.pyplot.close(whole)

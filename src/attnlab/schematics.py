@@ -341,30 +341,51 @@ def bahdanau_step(n_source: int = 5) -> Figure:
     return fig
 
 
-def luong_step(n_source: int = 7, centre: int = 3, half_width: int = 1) -> Figure:
-    """Luong's step: the RNN first, then attention from s_t (here local, in a
-    window), then the attentional state."""
+def luong_step(
+    n_source: int = 7, centre: int = 3, half_width: int | None = 1
+) -> Figure:
+    """Luong's step: the RNN first, then attention from s_t over every encoder state
+    (global, ``half_width=None``) or over the window ``centre`` +- ``half_width``
+    (local), then the attentional state."""
     fig, ax = _canvas(12.6, 6.0, (10.5, 5.0))
     xs = [0.8 + 0.95 * s for s in range(n_source)]
-    lo, hi = xs[centre - half_width] - 0.45, xs[centre + half_width] + 0.45
-    ax.add_patch(
-        Rectangle(
-            (lo, 0.15),
-            hi - lo,
-            3.2,
-            facecolor=to_rgba(ROLE_COLOURS["weight"], 0.08),
-            edgecolor=ROLE_COLOURS["weight"],
-            linestyle="--",
-            linewidth=1.0,
+    if half_width is None:  # global: every position, weights falling off the centre
+        lo, hi = xs[0] - 0.45, xs[-1] + 0.45
+        raw = [0.45 ** abs(s - centre) for s in range(n_source)]
+        weights = [w / sum(raw) for w in raw]
+        _note(
+            ax,
+            (lo + hi) / 2,
+            3.45,
+            "softmax over every source position",
+            ha="center",
+            size=8,
         )
-    )
-    _note(
-        ax, (lo + hi) / 2, 3.45, r"window $[p_t - D,\ p_t + D]$", ha="center", size=8
-    )
-    weights = [0.0] * n_source
-    weights[centre - half_width : centre + half_width + 1] = [0.25, 0.55, 0.2][
-        : 2 * half_width + 1
-    ]
+    else:
+        lo, hi = xs[centre - half_width] - 0.45, xs[centre + half_width] + 0.45
+        ax.add_patch(
+            Rectangle(
+                (lo, 0.15),
+                hi - lo,
+                3.2,
+                facecolor=to_rgba(ROLE_COLOURS["weight"], 0.08),
+                edgecolor=ROLE_COLOURS["weight"],
+                linestyle="--",
+                linewidth=1.0,
+            )
+        )
+        _note(
+            ax,
+            (lo + hi) / 2,
+            3.45,
+            r"window $[p_t - D,\ p_t + D]$",
+            ha="center",
+            size=8,
+        )
+        weights = [0.0] * n_source
+        weights[centre - half_width : centre + half_width + 1] = [0.25, 0.55, 0.2][
+            : 2 * half_width + 1
+        ]
     for s, (x, a) in enumerate(zip(xs, weights, strict=True), start=1):
         _box(ax, x, 0.6, rf"$\mathbf{{h}}_{s}$", "key", w=0.75)
         if a > 0:
