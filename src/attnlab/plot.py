@@ -55,10 +55,13 @@ def heatmap(
     )
     ax.figure.colorbar(image, ax=ax, label=cbar_label, fraction=0.046, pad=0.04)
     if x_labels is not None:
+        # upright while the labels fit side by side (about 0.08 inch a character)
+        inches = ax.get_position().width * ax.figure.get_figwidth()
+        needed = 0.08 * sum(len(label) + 1 for label in x_labels)
         ax.set_xticks(
             range(len(x_labels)),
             list(x_labels),
-            rotation=90 if len(x_labels) > 12 else 0,
+            rotation=90 if needed > inches else 0,
         )
     if y_labels is not None:
         ax.set_yticks(range(len(y_labels)), list(y_labels))
