@@ -44,7 +44,8 @@ robust: $(STAMP)
 # records.yml; `make records RECORDS=pointer-networks` makes one): each command fails when its new record
 # contradicts what its chapter states over seeds. The committed records in results/ are left as they are.
 RECORDS ?= encoder-decoder bahdanau-attention luong-attention soft-vs-hard parameterized-attention \
-	transformer-translation neural-turing-machines pointer-networks pointer-networks-tsp
+	transformer-translation neural-turing-machines pointer-networks pointer-networks-tsp \
+	rnnenc-plateau transformer-vs-rnn pointer-tsp
 records: $(STAMP)
 	mkdir -p _build/records
 	for name in $(RECORDS); do \

@@ -306,49 +306,72 @@ def test_pointer_distributions_figure_marks_the_chosen_inputs():
     assert ax.get_xlabel() == "input position j" and ax.get_ylabel() == "output step t"
 
 
-def test_full_scale_tsp_command_runs_at_toy_size(capsys):
-    from attnlab.experiments.pointer_tsp import main
-
-    main(["--steps", "3", "--hidden", "8", "--train-size", "64", "--val-size", "16", "--test-size", "40",
-          "--beam", "3", "--batch-size", "16"])
-    out = capsys.readouterr().out
-    assert "greedy gap on 16 validation instances" in out
-    table = out.split("test instances\n")[1]
-    rows = {line[:40].strip(): line[40:].split() for line in table.splitlines()[1:] if "%" in line}
-    assert list(rows) == ["optimal (Held-Karp)", "pointer network, greedy", "pointer network, beam 3 (most probable)",
-                          "pointer network, beam 3 (shortest)", "nearest neighbour", "2-opt (from nearest neighbour)",
-                          "2-opt (best of 3 starts)", "2-opt (from the greedy tours)"]
-    assert rows["optimal (Held-Karp)"][1:3] == ["0.00%", "0.00%"]  # the optimum has no gap, either way
-    gap = {name: float(values[2].rstrip("%")) for name, values in rows.items()}  # mean per-instance gap
-    assert all(g >= 0 for g in gap.values())
-    assert gap["pointer network, beam 3 (shortest)"] <= gap["pointer network, beam 3 (most probable)"]
-    assert gap["2-opt (best of 3 starts)"] <= gap["2-opt (from nearest neighbour)"]  # start 0 is one of the 3
+TOY_TSP = {"steps": 4, "hidden": 8, "train_size": 64, "val_size": 16, "test_size": 40, "beam": 3, "batch_size": 16}
 
 
-def test_full_scale_tsp_record_keeps_the_best_validation_weights_and_intervals(tmp_path, capsys):
-    from scipy import stats
-
+def test_full_scale_tsp_record_at_toy_size_keeps_each_seeds_best_weights_and_gaps(tmp_path, monkeypatch, capsys):
     from attnlab.experiments import pointer_tsp, record
 
+    for key, value in TOY_TSP.items():
+        monkeypatch.setitem(pointer_tsp.SETTINGS, key, value)
     path = tmp_path / "tsp.json"
-    pointer_tsp.main(["--steps", "4", "--hidden", "8", "--train-size", "64", "--val-size", "16", "--test-size",
-                      "40", "--beam", "2", "--batch-size", "16", "--json", str(path)])
-    assert "are kept" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="contradicts"):  # four toy steps are not within 1%
+        pointer_tsp.main(["--seeds", "2", "--json", str(path)])
     data = record.load(path)
-    found = data["results"]
-    assert 1 <= found["best_step"] <= 4
-    for row in found["methods"].values():
-        assert row["low"] <= row["mean_gap"] <= row["high"]
-    # the interval is Student's t over the instances, checked on a hand-made case
+    runs = data["results"]["runs"]
+    assert [run["seed"] for run in runs] == [0, 1]
+    for run in runs:
+        assert 1 <= run["best_step"] <= 4
+        gap = {name: row["mean_gap"] for name, row in run["methods"].items()}
+        assert list(gap) == ["optimal (Held-Karp)", "pointer network, greedy", "pointer network, beam 3 (most probable)",
+                             "pointer network, beam 3 (shortest)", "nearest neighbour", "2-opt (from nearest neighbour)",
+                             "2-opt (best of 3 starts)", "2-opt (from the greedy tours)"]
+        assert gap["optimal (Held-Karp)"] == 0  # the optimum has no gap
+        assert all(g >= -1e-6 for g in gap.values())  # nothing beats the optimum
+        assert gap["pointer network, beam 3 (shortest)"] <= gap["pointer network, beam 3 (most probable)"]
+        assert gap["2-opt (best of 3 starts)"] <= gap["2-opt (from nearest neighbour)"]  # start 0 is one of the 3
+        for row in run["methods"].values():
+            assert row["low"] <= row["mean_gap"] <= row["high"]
+    assert runs[0]["methods"] != runs[1]["methods"]  # another seed, other instances
+    table = pointer_tsp.markdown(data)
+    greedy = [run["methods"]["pointer network, greedy"] for run in runs]
+    mean = (greedy[0]["mean_gap"] + greedy[1]["mean_gap"]) / 2
+    assert f"| pointer network, greedy | {mean:.2%} " in table
+    assert f"{greedy[1]['mean_gap']:.2%} ({greedy[1]['low']:.2%} to {greedy[1]['high']:.2%}) |" in table
+    assert "does not hold: greedy decoding within 1% of the optimum" in capsys.readouterr().out
+
+
+def test_tsp_mean_gap_has_students_t_interval_over_the_instances():
+    from scipy import stats
+
+    from attnlab.experiments import pointer_tsp
+
     lengths, optimal = np.array([1.1, 1.2, 1.3, 1.0]), np.ones(4)
     interval = stats.t.interval(0.95, 3, loc=0.15, scale=np.std([0.1, 0.2, 0.3, 0.0], ddof=1) / 2)
     row = pointer_tsp.mean_gap(lengths, optimal)
     assert np.allclose([row["mean_gap"], row["low"], row["high"]], [0.15, *interval])
     assert pointer_tsp.mean_gap(np.ones(3), np.ones(3))["low"] == 0.0  # no spread: no interval
-    table = pointer_tsp.markdown(data)
-    assert "| optimal (Held-Karp) | " in table and "0.00% to 0.00%" in table
-    assert f"the weights of step {found['best_step']}" in table
 
+
+def _tsp_run(seed, greedy, shortest, two_opt):
+    """A hand-made run of the pointer-tsp record: (mean gap, low, high) per method."""
+    rows = {"pointer network, greedy": greedy, "pointer network, beam 10 (shortest)": shortest,
+            "2-opt (best of 10 starts)": two_opt}
+    return {"seed": seed, "methods": {n: dict(zip(("mean_gap", "low", "high"), r, strict=True)) for n, r in rows.items()}}
+
+
+def test_tsp_conclusions_hold_only_when_every_seed_bears_them():
+    from attnlab.experiments import pointer_tsp
+
+    def failed(*runs):
+        verdicts = pointer_tsp.conclusions({"settings": {"beam": 10}, "runs": list(runs)})
+        return [claim.split(" ")[0] + " " + claim.split(" ")[1] for claim, holds in verdicts.items() if not holds]
+
+    good = _tsp_run(0, (0.008, 0.007, 0.009), (0.0002, 0.0001, 0.0003), (0.0001, 0.0, 0.0002))
+    assert failed(good, _tsp_run(1, (0.009, 0.008, 0.0099), (0.001, 0.0, 0.002), (0.0, 0.0, 0.0))) == []
+    assert failed(good, _tsp_run(1, (0.009, 0.008, 0.0101), (0.001, 0.0, 0.002), (0.0, 0.0, 0.0))) == ["greedy decoding"]
+    assert failed(good, _tsp_run(1, (0.009, 0.008, 0.0099), (0.005, 0.002, 0.008), (0.0, 0.0, 0.0))) == ["the shortest"]
+    assert failed(good, _tsp_run(1, (0.009, 0.008, 0.0099), (0.001, 0.0, 0.002), (0.003, 0.0, 0.004))) == ["2-opt from"]
 
 
 def test_training_without_the_mask_learns_to_avoid_repeats_and_the_mask_never_hurts_greedy():

@@ -36,7 +36,8 @@ def test_long_runs_are_tables_made_from_the_records_their_commands_wrote():
         module = __import__(f"attnlab.experiments.{data['experiment'].replace('-', '_')}", fromlist=["markdown"])
         text = module.markdown(data)
         # the page names the command that wrote the file, and the table ends with where it ran
-        assert f"--json {path}" in data["command"], (path, data["command"])
+        default = "--json" not in data["command"] and path == f"results/{data['experiment']}.json"
+        assert f"--json {path}" in data["command"] or default, (path, data["command"])
         assert data["command"].removeprefix("python ") in " ".join(PAGE.split()), data["command"]
         assert text.endswith(record.provenance(data)) and data["date"] in text
 
@@ -53,27 +54,19 @@ def _results(name):
 
 
 def test_the_recorded_long_runs_support_what_the_chapters_say_of_them():
-    """Chapters 4, 9 and 11 state the long runs' conclusions in words; the committed records must bear them out."""
-    # chapter 4: thirty times the steps leave RNNenc well below RNNsearch on long sentences
-    buckets = _results("rnnenc-plateau")["buckets"]
-    by_bucket = {name: {r["bucket"]: r for r in rows} for name, rows in buckets.items()}
-    for bucket in ("31-40", "41-50", "51-60"):
-        plain, search = by_bucket["RNNenc"][bucket], by_bucket["RNNsearch"][bucket]
-        assert search["token_accuracy"] > plain["token_accuracy"] and search["exact_match"] > plain["exact_match"]
-    assert by_bucket["RNNsearch"]["31-40"]["exact_match"] - by_bucket["RNNenc"]["31-40"]["exact_match"] > 0.3
-    # chapter 9: most seeds of the chapter's recipe copy; the LSTM baseline trained longer does not
+    """Chapters 9 and 11 state the long runs' conclusions in words; the committed records must bear them out on
+    every seed (chapter 4's and 11's conclusions over seeds: tests/test_experiment_records.py)."""
     from attnlab.experiments.ntm_copy import met_target
 
+    # chapter 9: most seeds of the chapter's recipe copy; the LSTM baseline trained longer does not, on any seed
     seeds = _results("ntm-copy")["seeds"].values()
     copies = [met_target({int(n): b for n, b in s["test"]["bits"].items()}) for s in seeds]
     assert len(copies) == 5 and sum(copies) >= 3
-    lstm = _results("ntm-copy-lstm")["seeds"]["0"]["test"]["bits"]
-    assert float(lstm["20"]) > 10
-    # chapter 11: the long run's greedy and beam tours are within 1% of the optimum, nearest neighbour is not
-    methods = _results("pointer-tsp")["methods"]
-    assert methods["pointer network, greedy"]["high"] < 0.01
-    assert methods["pointer network, beam 10 (shortest)"]["high"] < methods["pointer network, greedy"]["low"]
-    assert methods["nearest neighbour"]["low"] > 0.05
+    lstm = _results("ntm-copy-lstm")
+    assert lstm["steps"] > 3 * 3000 and list(lstm["seeds"]) == ["0", "1", "2", "3", "4"]
+    assert all(float(s["test"]["bits"]["20"]) > 10 for s in lstm["seeds"].values())
+    # chapter 11: nearest neighbour is far from the optimum on every seed
+    assert all(run["methods"]["nearest neighbour"]["low"] > 0.05 for run in _results("pointer-tsp")["runs"])
 
 
 def test_every_record_ships_with_the_package():
@@ -106,22 +99,6 @@ def test_the_transformer_record_supports_what_chapter_8_says_of_it():
     source = " ".join(cell.source for cell in read(ROOT / "notebooks" / "08_transformer.ipynb").cells)
     assert "a rate of 0.004 for RNNenc, 0.002 for RNNsearch, and pre-norm with warm-up and cosine decay for the" in " ".join(source.split())
 
-    def per_seed(model, bucket, positions="sinusoidal"):
-        runs = sorted(study.group(found, model, positions), key=lambda r: r["seed"])
-        return [next(row["token_accuracy"] for row in r["buckets"] if row["bucket"] == bucket) for r in runs]
-
-    gains = study.last_fifth_gains(found)
-    # trained to the end, the attention models are near perfect on the training lengths; RNNenc is still climbing
-    for model in ("RNNsearch", "Transformer"):
-        assert min(per_seed(model, "31-40")) > 0.99 and abs(gains[model]) < 0.01
-    assert max(per_seed("RNNenc", "31-40")) < 0.5 and gains["RNNenc"] > 0.02
-    # beyond the training lengths RNNsearch holds up better on every seed
-    for bucket in ("41-50", "51-60"):
-        assert min(per_seed("RNNsearch", bucket)) > max(per_seed("Transformer", bucket)) + 0.05
-    # learned positions lose a little more than sinusoids beyond the training lengths, seed by seed
-    for bucket in ("41-50", "51-60", "61-70", "71-80"):
-        sinusoidal, learned = per_seed("Transformer", bucket), per_seed("Transformer", bucket, "learned")
-        assert all(s > lo for s, lo in zip(sinusoidal, learned, strict=True))
-    # ALiBi fails at every length in this encoder-decoder, worse with the length
-    alibi = [study.spread(study.group(found, "Transformer", "alibi"), f"{a}-{b}")[2] for a, b in study.BUCKETS]
-    assert max(alibi[2:]) < 0.6 and all(a > b for a, b in zip(alibi, alibi[1:], strict=False))
+    # what the chapter states over the five seeds, each checked seed by seed (the weekly workflow re-makes it)
+    failed = [claim for claim, holds in study.conclusions(found).items() if not holds]
+    assert not failed, failed

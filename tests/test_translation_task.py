@@ -367,45 +367,68 @@ def test_train_translation_clips_the_gradient_norm_unless_told_not_to(monkeypatc
     assert norms == [1.0, 1.0, 5.0]
 
 
-def test_rnnenc_plateau_command_prints_the_curve_and_both_models_by_length(capsys):
-    from attnlab.experiments import rnnenc_plateau
-
-    rnnenc_plateau.main(["--factor", "2", "--steps", "2", "--sentences-per-length", "1"])
-    out = capsys.readouterr().out
-    assert "RNNenc trained 4 steps" in out and "RNNsearch 2 steps" in out
-    assert "torch " + torch.__version__ in out
-    assert "  step     4:" in out  # the last evaluation of the longer run
-    assert "gain over the last fifth of the run: " in out
-    for bucket in ("5-10", "31-40", "51-60"):
-        assert any(line.strip().startswith(bucket + " |") for line in out.splitlines()), bucket
-
-
-def test_rnnenc_plateau_record_makes_the_table_by_length(tmp_path, capsys):
+def test_rnnenc_plateau_record_holds_each_seed_by_bucket_and_rnnencs_curve(tmp_path, monkeypatch, capsys):
     from attnlab.experiments import record, rnnenc_plateau
 
+    for key, value in {"steps": 2, "factor": 3, "eval_every": 1, "test_per_length": 1}.items():
+        monkeypatch.setitem(rnnenc_plateau.SETTINGS, key, value)
     path = tmp_path / "plateau.json"
-    rnnenc_plateau.main(["--factor", "2", "--steps", "2", "--sentences-per-length", "1", "--json", str(path)])
-    capsys.readouterr()
+    with pytest.raises(SystemExit, match="contradicts"):  # two toy steps learn nothing
+        rnnenc_plateau.main(["--seeds", "2", "--json", str(path)])
     data = record.load(path)
-    assert data["results"]["steps"] == {"RNNenc": 4, "RNNsearch": 2}
-    assert [s for s, _ in data["results"]["rnnenc_validation_curve"]][-1] == 4
+    runs = data["results"]["runs"]
+    assert [run["seed"] for run in runs] == [0, 1]
+    for run in runs:
+        assert run["models"]["RNNenc"]["steps"] == 6 and run["models"]["RNNsearch"]["steps"] == 2
+        assert len(run["models"]["RNNenc"]["val_accuracy"]) == 6  # an evaluation every step
+        assert "val_accuracy" not in run["models"]["RNNsearch"]
+    assert runs[0]["models"]["RNNenc"] != runs[1]["models"]["RNNenc"]  # another seed, another run
     text = rnnenc_plateau.markdown(data)
-    rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
-    assert [r.split(" | ")[0][2:] for r in rows] == ["5-10", "11-20", "21-30", "31-40", "41-50", "51-60"]
-    first = data["results"]["buckets"]["RNNsearch"][0]
-    assert rows[0].endswith(f"| {first['token_accuracy']:.3f} | {first['exact_match']:.3f} |")
+    assert "| 5-10 | 11-20 | 21-30 | 31-40 | 41-50 | 51-60 |" in text
+    first = rnnenc_plateau.rnnenc_curve(runs, 0)
+    assert first.values == tuple(run["models"]["RNNenc"]["val_accuracy"][0] for run in runs)
+    assert "| over seeds | " + first.text() in text  # the curve's table starts at step 1
+    assert "Gain over the last fifth" in text and "seed 1 " in text
+    assert "does not hold: RNNsearch translates at least 0.3 more" in capsys.readouterr().out
+
+
+def _plateau_run(seed, enc, search, curve):
+    """A hand-made run of the rnnenc-plateau record: the same accuracy in every bucket."""
+    buckets = ("5-10", "11-20", "21-30", "31-40", "41-50", "51-60")
+
+    def scores(value):
+        return {"token_accuracy": dict.fromkeys(buckets, value), "exact_match": dict.fromkeys(buckets, value)}
+
+    return {"seed": seed, "models": {"RNNenc": {**scores(enc), "val_accuracy": curve}, "RNNsearch": scores(search)}}
+
+
+def test_rnnenc_plateau_conclusions_hold_only_when_every_seed_bears_them(monkeypatch):
+    from attnlab.experiments import rnnenc_plateau
+
+    monkeypatch.setitem(rnnenc_plateau.SETTINGS, "steps", 2)
+    monkeypatch.setitem(rnnenc_plateau.SETTINGS, "eval_every", 1)
+    rising = [0.3, 0.5, 0.6, 0.7]  # the chapter's budget ends at the second evaluation
+    runs = [_plateau_run(0, 0.4, 0.9, rising), _plateau_run(1, 0.5, 0.85, rising)]
+    assert all(rnnenc_plateau.conclusions({"runs": runs}).values())
+    runs[1] = _plateau_run(1, 0.6, 0.85, rising)  # a gap of 0.25 on one seed
+    verdicts = rnnenc_plateau.conclusions({"runs": runs})
+    assert [claim for claim, holds in verdicts.items() if not holds] == [
+        "RNNsearch translates at least 0.3 more of the 31-40-word sentences exactly, on every seed"
+    ]
+    runs[1] = _plateau_run(1, 0.5, 0.85, [0.3, 0.5, 0.55, 0.6])  # rose by 0.1 only
+    assert not rnnenc_plateau.conclusions({"runs": runs})[
+        "RNNenc's validation accuracy rises by more than 0.1 after the chapter's budget, on every seed"
+    ]
 
 
 def test_last_fifth_gain_compares_the_best_of_the_last_fifth_with_the_best_before():
     from attnlab.experiments.rnnenc_plateau import last_fifth_gain
-    from attnlab.train import History
 
     curve = [0.1, 0.5, 0.4, 0.45, 0.6, 0.55, 0.5, 0.52, 0.58, 0.62]
-    history = History(evals=[{"step": i, "val_accuracy": a} for i, a in enumerate(curve)])
     # last fifth: 0.58, 0.62 (best 0.62); before: best 0.6
-    assert last_fifth_gain(history).endswith("+0.020")
+    assert last_fifth_gain(curve) == pytest.approx(0.02)
     with pytest.raises(ValueError, match="at least 2 evaluations, got 1"):
-        last_fifth_gain(History(evals=[{"step": 1, "val_accuracy": 0.5}]))
+        last_fifth_gain([0.5])
 
 
 def test_report_by_position_by_hand():

@@ -21,6 +21,7 @@ from typing import Any
 from attnlab.experiments import over_seeds
 from attnlab.runmode import seed_offset
 from attnlab.seedband import Band, band
+from attnlab.seq2seq import Seq2Seq
 from attnlab.tasks.translation import (
     attention_maps,
     decay_in_second_half,
@@ -29,7 +30,7 @@ from attnlab.tasks.translation import (
     train_translation,
     translation_model,
 )
-from attnlab.train import seed_everything
+from attnlab.train import History, seed_everything
 
 SETTINGS: dict[str, Any] = {
     "steps": 1000,
@@ -60,6 +61,30 @@ def alignment_accuracy(bidirectional: bool) -> float:
     return attention_maps(model, test)[1]
 
 
+def train_model(
+    attention: bool, steps: int, eval_every: int
+) -> tuple[Seq2Seq, History]:
+    """RNNsearch (``attention``) or RNNenc as the chapter trains it: seed 0 (shifted
+    by ``ATTNLAB_SEED_OFFSET``), batches of 64, the rate falling over the second
+    half of the ``steps``, the weights of the best validation accuracy (measured
+    every ``eval_every`` steps) kept."""
+    seed_everything(0)
+    model = translation_model(attention=attention)
+    history = train_translation(
+        model,
+        steps,
+        eval_every=eval_every,
+        desc="RNNsearch" if attention else "RNNenc",
+        lr_factor=decay_in_second_half(steps),
+    )
+    return model, history
+
+
+def by_bucket(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
+    """``{key: {bucket: value}}`` from the rows of a report's ``by_bucket()``."""
+    return {key: {str(r["bucket"]): float(r[key]) for r in rows} for key in keys}
+
+
 def run_seed(seed: int) -> dict[str, Any]:
     """Train RNNenc, RNNsearch and the two small alignment runs as the chapter does
     under ``ATTNLAB_SEED_OFFSET = seed`` (set by the command)."""
@@ -68,22 +93,11 @@ def run_seed(seed: int) -> dict[str, Any]:
     steps = SETTINGS["steps"]
     models = {}
     for name, attention in MODELS.items():
-        seed_everything(0)
-        model = translation_model(attention=attention)
-        history = train_translation(
-            model,
-            steps,
-            eval_every=SETTINGS["eval_every"],
-            desc=name,
-            lr_factor=decay_in_second_half(steps),
-        )
+        model, history = train_model(attention, steps, SETTINGS["eval_every"])
         rows = evaluate_translation(model, examples).by_bucket()
         models[name] = {
             "val_accuracy": history.metric("val_accuracy")[1],
-            **{
-                key: {str(r["bucket"]): float(r[key]) for r in rows}
-                for key in ("token_accuracy", "exact_match", "bleu")
-            },
+            **by_bucket(rows, ("token_accuracy", "exact_match", "bleu")),
         }
         if attention:
             trained = [e for e in examples if len(e.source) <= 40]
@@ -142,14 +156,14 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     }
 
 
-def markdown(data: dict[str, Any]) -> str:
-    """The reproducing page's tables: word accuracy and exact match by bucket for
-    both models; the alignment runs."""
-    runs = data["results"]["runs"]
-    buckets = list(runs[0]["models"]["RNNsearch"]["token_accuracy"])
-    lines = over_seeds.bucket_table(
+def translation_table(
+    runs: list[dict[str, Any]], title: str, digits: int = 2
+) -> list[str]:
+    """Both models' word accuracy and exact match by bucket of source lengths, mean
+    and range over the seeds (:func:`over_seeds.bucket_table`)."""
+    return over_seeds.bucket_table(
         runs,
-        "Greedy translations by source length",
+        title,
         {
             f"{name}, {label}": ("models", name, key)
             for name in MODELS
@@ -158,8 +172,16 @@ def markdown(data: dict[str, Any]) -> str:
                 ("exact_match", "exact"),
             )
         },
-        buckets,
+        list(runs[0]["models"]["RNNsearch"]["token_accuracy"]),
+        digits,
     )
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """The reproducing page's tables: word accuracy and exact match by bucket for
+    both models; the alignment runs."""
+    runs = data["results"]["runs"]
+    lines = translation_table(runs, "Greedy translations by source length")
     lines += [
         "",
         f"RNNsearch's alignment accuracy (5-40 words):"

@@ -76,16 +76,18 @@ def main(
     run_seed: Callable[[int], dict[str, Any]],
     conclusions: Callable[[dict[str, Any]], dict[str, bool]],
     markdown: Callable[[dict[str, Any]], str],
+    seeds: int = len(SEEDS),
 ) -> dict[str, Any]:
-    """Parse ``--seeds``, ``--jobs`` and ``--json``, train the missing seeds, save
-    the record after each one, print its tables and check its conclusions."""
+    """Parse ``--seeds`` (default ``seeds``), ``--jobs`` and ``--json``, train the
+    missing seeds, save the record after each one, print its tables and check its
+    conclusions."""
     parser = argparse.ArgumentParser(
         prog=f"python -m attnlab.experiments {experiment}", description=description
     )
     parser.add_argument(
         "--seeds",
         type=int,
-        default=len(SEEDS),
+        default=seeds,
         help="train seeds 0 .. N-1 (default %(default)s)",
     )
     parser.add_argument(
@@ -150,7 +152,8 @@ def main(
 
 def command(module: ModuleType, argv: list[str]) -> dict[str, Any]:
     """:func:`main` for an experiment module: its name, the first paragraph of its
-    docstring, its ``SETTINGS``, ``run_seed``, ``conclusions`` and ``markdown``."""
+    docstring, its ``SETTINGS``, ``run_seed``, ``conclusions`` and ``markdown``, and
+    its ``SEED_COUNT`` where it declares fewer seeds than five."""
     return main(
         module.__name__.rsplit(".", 1)[-1].replace("_", "-"),
         argv,
@@ -159,6 +162,7 @@ def command(module: ModuleType, argv: list[str]) -> dict[str, Any]:
         run_seed=module.run_seed,
         conclusions=module.conclusions,
         markdown=module.markdown,
+        seeds=getattr(module, "SEED_COUNT", len(SEEDS)),
     )
 
 
