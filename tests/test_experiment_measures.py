@@ -75,3 +75,26 @@ def test_transformer_vs_rnn_conclusions_fail_when_one_seed_breaks_them():
     assert [claim for claim, holds in verdicts.items() if not holds] == [
         "beyond the training lengths, learned positions below sinusoids, seed by seed"
     ]
+
+
+def test_lstm_copy_longer_concludes_only_what_every_seed_bears():
+    from attnlab.experiments import lstm_copy_longer
+
+    def run(seed, bits_10, bits_20):
+        return {"seed": seed, "models": {"LSTM": {"bits": {"10": bits_10, "20": bits_20}}}}
+
+    assert all(lstm_copy_longer.conclusions({"runs": [run(0, 6.0, 40.0), run(1, 5.0, 38.0)]}).values())
+    verdicts = lstm_copy_longer.conclusions({"runs": [run(0, 6.0, 40.0), run(1, 0.5, 9.0)]})
+    assert not any(verdicts.values())  # one seed that copies the training lengths breaks both
+
+
+def test_lstm_copy_longer_trains_the_chapters_baseline_at_a_toy_size(tmp_path, monkeypatch, capsys):
+    from attnlab.experiments import lstm_copy_longer, record
+
+    monkeypatch.setitem(lstm_copy_longer.SETTINGS, "steps", 3)
+    monkeypatch.setitem(lstm_copy_longer.SETTINGS, "test_sequences", 2)
+    lstm_copy_longer.main(["--seeds", "2", "--json", str(tmp_path / "lstm.json")])  # three steps copy nothing
+    runs = record.load(tmp_path / "lstm.json")["results"]["runs"]
+    assert [r["seed"] for r in runs] == [0, 1] and runs[0]["models"] != runs[1]["models"]
+    assert set(runs[0]["models"]["LSTM"]) == {"bits", "cost", "perfect", "val_bits"}
+    assert "holds: the LSTM above 10 wrong bits per sequence at length 20" in capsys.readouterr().out

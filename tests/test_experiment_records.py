@@ -50,6 +50,7 @@ RECORDS = [name for records in OVER_SEEDS.values() for name in records]
 LONG_RUNS = {
     "04_bahdanau_attention": {"rnnenc-plateau": "RNNenc trained thirty times as long, seeds 0-2"},
     "08_transformer": {"transformer-vs-rnn": "recipes chosen on validation data, then five seeds at 2,000 steps"},
+    "09_neural_turing_machines": {"lstm-copy-longer": "the LSTM baseline trained 10,000 steps, seeds 0-4"},
     "11_pointer_networks_tsp": {"pointer-tsp": "the model trained ten times as long, seeds 0-4"},
 }
 # chapters whose experiments are small enough to run over their seeds inside the chapter
