@@ -1,10 +1,11 @@
 """Words of prose per chapter, as a reader meets them: the markdown cells outside folded answers.
 
 Counted: the words of every markdown cell, split at white space (an inline equation counts as the words it holds),
-outside code blocks, directive options, labels and comments. Not counted: worked solutions (cells tagged ``solution``) and anything folded (a directive with ``:class: dropdown``,
-such as a "How this was measured" note or the answers to "Check your understanding"), which a reader opens only
-when they want to. Each chapter has a limit (``LIMITS``); the script prints the table and exits with status 1 when
-a chapter is over it:
+outside code blocks, directive options, labels, comments and the layout commands of display equations
+(``\\begin{...}``, ``\\end{...}``, a line break ``\\\\``). Not counted: worked solutions (cells tagged
+``solution``) and anything folded (a directive with ``:class: dropdown``, such as a "How this was measured" note or
+the answers to "Check your understanding"), which a reader opens only when they want to. Each chapter has a limit
+(``LIMITS``); the script prints the table and exits with status 1 when a chapter is over it:
 
     python scripts/prose_words.py            # every notebook in notebooks/
     python scripts/prose_words.py notebooks/09_neural_turing_machines.ipynb
@@ -23,7 +24,8 @@ LIMITS = {"08_transformer": 4700, "09_neural_turing_machines": 4700}
 
 FENCE = re.compile(r"^(`{3,}|:{3,})(\{[\w-]+\})?([^\n]*)$(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
 NOT_WORDS = re.compile(
-    r"^\s*:[\w-]+:.*$|^\(\S+\)=\s*$|(?s:<!--.*?-->)",  # directive options, labels, comments
+    # directive options, labels, comments, and the layout of a display equation
+    r"^\s*:[\w-]+:.*$|^\(\S+\)=\s*$|(?s:<!--.*?-->)|\\(?:begin|end)\{\w+\*?\}|(?<!\S)\\\\(?!\S)",
     re.MULTILINE,
 )
 

@@ -101,8 +101,10 @@ def pick(rows: list[dict], **setting) -> list[dict]:
 
 
 @contextlib.contextmanager
-def explorable_page(charts: dict[str, object]) -> Iterator[tuple[object, list[str], list[str], float]]:
-    """Open one page holding ``charts`` (chart name -> Altair chart), as ``attnlab.explorable.html`` writes them.
+def explorable_page(charts: dict[str, object], *, viewport: tuple[int, int] = (1280, 900),
+                    column: int | None = None) -> Iterator[tuple[object, list[str], list[str], float]]:
+    """Open one page holding ``charts`` (chart name -> Altair chart), as ``attnlab.explorable.html`` writes them,
+    in a window of ``viewport`` pixels, within a column at most ``column`` pixels wide if given.
 
     Yields the tab, the console errors, the URLs requested and the seconds from the load event until every chart
     was drawn.
@@ -116,10 +118,12 @@ def explorable_page(charts: dict[str, object]) -> Iterator[tuple[object, list[st
         outputs = [explorable.html(chart, name, f"Explorable {name}.").data for name, chart in charts.items()]
         (site / "notebooks" / "page.html").write_text(
             "<!doctype html><html><head><meta charset='utf-8'><title>explorables</title>"
-            f"<link rel='icon' href='data:,'></head><body>{''.join(outputs)}</body></html>")
+            f"<link rel='icon' href='data:,'><style>figure {{ margin: 1em 0; }}</style></head>"
+            f"<body><main style='max-width: {column or 10_000}px'>"
+            f"{''.join(outputs)}</main></body></html>")
         address = stack.enter_context(serve(site))
         chromium = stack.enter_context(browser())
-        tab = chromium.new_page(viewport={"width": 1280, "height": 900})
+        tab = chromium.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         errors, requests = [], []
         tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         tab.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -129,6 +133,13 @@ def explorable_page(charts: dict[str, object]) -> Iterator[tuple[object, list[st
         tab.wait_for_function(f"window.attnlabViews && Object.keys(window.attnlabViews).length === {len(charts)}",
                               timeout=20_000)
         yield tab, errors, requests, time.perf_counter() - loaded
+
+
+# The explorable figures on the page whose drawing (chart and controls) is wider than the figure: [id, drawn width,
+# figure width].
+TOO_WIDE = """Array.from(document.querySelectorAll('figure.attnlab-explorable'))
+  .map(f => [f.id, f.querySelector('.attnlab-live').scrollWidth, f.clientWidth])
+  .filter(([id, drawn, room]) => drawn > room + 1)"""
 
 
 def check_local_and_ready(opened, charts: int) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, REQUIRED, serve
+from tests.browser import CHROMIUM, REQUIRED, TOO_WIDE, serve
 from tests.browser import browser as open_browser
 from tests.notebook_files import NOTEBOOKS, ROOT
 
@@ -57,9 +57,12 @@ def browser():
         yield chromium
 
 
-def open_page(browser, url: str):
+PHONE = (390, 844)
+
+
+def open_page(browser, url: str, viewport: tuple[int, int] = (1280, 900)):
     """Open ``url``; return the page and the errors raised by the book's own code (console and exceptions)."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -81,6 +84,20 @@ WIDE_CODE = """Array.from(document.querySelectorAll('article pre'))
   .filter(p => !p.closest('.output.stream, .output.text_plain, .output.traceback, .output.error'))
   .filter(p => p.scrollWidth > p.clientWidth + 1)
   .map(p => p.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b))"""
+
+
+# Display equations wider than their box: they need a sideways scroll (on a phone they scroll inside their own box,
+# book/_static/code-width.css; in the 1280-pixel column none may).
+WIDE_MATH = """Array.from(document.querySelectorAll('article mjx-container[display="true"]'))
+  .filter(m => m.scrollWidth > m.clientWidth + 1).map(m => m.textContent.slice(0, 60))"""
+# The page itself is wider than the window: the reader must scroll the whole page sideways.
+PAGE_SCROLLS = "document.documentElement.scrollWidth > window.innerWidth"
+
+
+def wait_for_explorables(page) -> None:
+    """Until every explorable figure on the page is drawn and fitted to its column."""
+    page.wait_for_function("Object.keys(window.attnlabViews || {}).length === "
+                           "document.querySelectorAll('figure.attnlab-explorable').length", timeout=20_000)
 
 
 def code_that_scrolls(page) -> list[str]:
@@ -157,6 +174,14 @@ def test_page(browser, servers, edition, name):
             f"code blocks wider than the text column at 1280 px (their longest lines): {code_that_scrolls(page)}")
         assert not page.evaluate(WIDE_OUTPUT), f"printed output wider than the column: {page.evaluate(WIDE_OUTPUT)}"
         assert not page.evaluate(NOISY_OUTPUT), f"a progress bar or a stray value printed: {page.evaluate(NOISY_OUTPUT)}"
+        assert not page.evaluate(WIDE_MATH), f"equations wider than the column: {page.evaluate(WIDE_MATH)}"
+        wait_for_explorables(page)
+        assert not page.evaluate(TOO_WIDE), f"explorables wider than the column: {page.evaluate(TOO_WIDE)}"
+        unnumbered = page.evaluate("Array.from(document.querySelectorAll('figure.attnlab-explorable'))"
+                                   ".filter(f => !(f.parentElement.closest('figure') && f.parentElement"
+                                   ".closest('figure').querySelector(':scope > figcaption .caption-number')))"
+                                   ".map(f => f.id)")
+        assert not unnumbered, f"explorables without a numbered caption: {unnumbered}"
         levels = page.evaluate("Array.from(document.querySelectorAll('article h1, article h2, article h3, "
                                "article h4, article h5, article h6')).map(h => Number(h.tagName[1]))")
         skipped = [(a, b) for a, b in zip(levels, levels[1:], strict=False) if b > a + 1]
@@ -170,6 +195,40 @@ def test_page(browser, servers, edition, name):
             if edition == "full":
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SCREENSHOTS / f"{Path(name).stem}.png"), full_page=False)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+@pytest.mark.parametrize("edition", sorted(EDITIONS))
+def test_chapter_on_a_phone(browser, servers, edition, name):
+    """At 390 x 844 the page never scrolls sideways: equations scroll in their own box, explorables fit."""
+    page, errors = open_page(browser, f"{servers[edition]}/{name}", viewport=PHONE)
+    try:
+        wait_for_math(page)
+        wait_for_explorables(page)
+        assert not page.evaluate(TOO_WIDE), f"explorables wider than the column: {page.evaluate(TOO_WIDE)}"
+        assert not page.evaluate(PAGE_SCROLLS), "the page scrolls sideways on a phone"
+        assert not errors, f"console errors: {errors}"
+    finally:
+        page.close()
+
+
+def test_the_width_checks_find_a_wide_equation_and_a_page_that_scrolls(browser, server):
+    page, _ = open_page(browser, f"{server}/{CHAPTERS[1]}", viewport=PHONE)
+    try:
+        wait_for_math(page)
+        assert not page.evaluate(PAGE_SCROLLS)
+        page.evaluate("document.querySelector('article').style.minWidth = '900px'")
+        assert page.evaluate(PAGE_SCROLLS)
+    finally:
+        page.close()
+    page, _ = open_page(browser, f"{server}/{CHAPTERS[1]}")
+    try:
+        wait_for_math(page)
+        assert not page.evaluate(WIDE_MATH)
+        page.evaluate("document.querySelector('article mjx-container[display=\"true\"]').style.maxWidth = '50px'")
+        assert len(page.evaluate(WIDE_MATH)) == 1
     finally:
         page.close()
 

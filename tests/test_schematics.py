@@ -18,10 +18,10 @@ DIAGRAMS = {
         "RNN",
         "input feeding:\nto the next step",
     ],
-    "simple_vs_parameterized": [r"$W^Q\mathbf{y}_d(t)$", r"$W^K Y_e$", r"$W^V Y_e$"],
+    "simple_vs_parameterized": [r"$\mathbf{q} = W^Q\mathbf{y}_d(t)$", r"$K = W^K Y_e$", r"$V = W^V Y_e$"],
     "ntm_addressing": [
         r"sharpened $\mathbf{w}_t$",
-        r"gate $g_t$ with $\mathbf{w}_{t-1}$",
+        "gate $g_t$\n" r"with $\mathbf{w}_{t-1}$",
     ],
     "pointer_step": [r"$s_t$", "output: input 4\n(next step reads it)"],
     "soft_vs_hard": [
@@ -64,6 +64,39 @@ def test_each_diagram_draws_its_labels_in_the_role_colours(name):
         for t in ax.get_legend().get_texts()
     }
     assert len(legend_names) >= 2
+    matplotlib.pyplot.close(fig)
+
+
+# The book shows a figure at its size at 100 dots per inch, scaled down to the 720-pixel text column if wider; a
+# point of text is 100/72 pixels there, and a CSS point 96/72.
+DPI, COLUMN_PX, SMALLEST_PT = 100, 720, 9.0
+
+
+def rendered_points(fig) -> float:
+    """The size of the figure's smallest text as the book shows it, in CSS points."""
+    fig.set_dpi(DPI)
+    fig.canvas.draw()
+    width_px = fig.get_tightbbox(fig.canvas.get_renderer()).width * DPI
+    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title]
+             + (list(ax.get_legend().get_texts()) if ax.get_legend() else []) if t.get_text()]
+    smallest = min(t.get_fontsize() for t in texts)
+    return smallest * DPI / 72 * min(1.0, COLUMN_PX / width_px) * 72 / 96
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_each_diagram_is_readable_in_the_column(name):
+    fig = getattr(schematics, name)()
+    assert rendered_points(fig) >= SMALLEST_PT
+    matplotlib.pyplot.close(fig)
+
+
+def test_the_readability_check_finds_small_text():
+    fig = schematics.soft_dictionary()
+    fig.axes[0].texts[0].set_fontsize(6)
+    assert rendered_points(fig) < SMALLEST_PT
+    fig.set_size_inches(28, 14)  # shown at about a third of its size
+    fig.axes[0].texts[0].set_fontsize(10)
+    assert rendered_points(fig) < SMALLEST_PT
     matplotlib.pyplot.close(fig)
 
 

@@ -121,9 +121,16 @@ def _note(
     ax.text(x, y, text, fontsize=size, color=colour, **kwargs)
 
 
-def _legend(ax: Axes, roles: list[str], *, x: float = 0.5, **names: str) -> None:
-    """A legend below ``ax`` with one patch per role; ``names`` renames a role for
-    this diagram."""
+def _legend(
+    ax: Axes,
+    roles: list[str],
+    *,
+    x: float = 0.5,
+    columns: int | None = None,
+    **names: str,
+) -> None:
+    """A legend below ``ax`` with one patch per role, in ``columns`` columns (one
+    row of up to five by default); ``names`` renames a role for this diagram."""
     handles = [
         Patch(
             facecolor=to_rgba(ROLE_COLOURS[r], 0.22),
@@ -132,13 +139,14 @@ def _legend(ax: Axes, roles: list[str], *, x: float = 0.5, **names: str) -> None
         )
         for r in roles
     ]
-    columns = len(roles) if len(roles) <= 5 else (len(roles) + 1) // 2
+    if columns is None:
+        columns = len(roles) if len(roles) <= 5 else (len(roles) + 1) // 2
     ax.legend(
         handles=handles,
         loc="upper center",
         bbox_to_anchor=(x, 0.02),
         ncol=columns,
-        fontsize=8,
+        fontsize=9,
         frameon=False,
     )
 
@@ -178,7 +186,7 @@ def soft_dictionary(
     ``score`` is the label of the score boxes (the scoring chapter passes a generic
     ``score(q, k_t)``).
     """
-    fig, ax = _canvas(11.0, 5.6, (9.0, 4.6))
+    fig, ax = _canvas(11.0, 5.6, (7.0, 3.6))
     ys = [4.6 - 1.15 * t for t in range(n_keys)]
     weights = [0.1, 0.6, 0.2, 0.1][:n_keys]
     _box(ax, 0.8, (ys[0] + ys[-1]) / 2, r"$\mathbf{q}$", "query", w=0.8)
@@ -197,9 +205,9 @@ def soft_dictionary(
             ax, (8.5, y), (9.45, (ys[0] + ys[-1]) / 2), colour=ROLE_COLOURS["value"]
         )
     _box(ax, 10.0, (ys[0] + ys[-1]) / 2, r"$\mathbf{c}$", "value", w=0.8)
-    _note(ax, 5.0, 5.25, "scores", ha="center", size=9)
-    _note(ax, 6.55, 5.25, "softmax", ha="center", size=9)
-    _note(ax, 8.0, 5.25, "weighted values", ha="center", size=9)
+    _note(ax, 5.0, 5.0, "scores", ha="center", va="bottom", size=9)
+    _note(ax, 6.55, 5.0, "softmax", ha="center", va="bottom", size=9)
+    _note(ax, 8.0, 5.0, "weighted\nvalues", ha="center", va="bottom", size=9)
     _note(
         ax,
         10.0,
@@ -218,7 +226,7 @@ def encoder_decoder(n_source: int = 4, n_target: int = 3) -> Figure:
     """The plain encoder-decoder: every source word passes through one context vector
     c."""
     width = 2.0 + 1.4 * (n_source + n_target) + 1.2
-    fig, ax = _canvas(width, 4.6, (width * 0.85, 4.0))
+    fig, ax = _canvas(width, 4.6, (7.0, 7.0 * 4.6 / width))
     xs = [0.9 + 1.4 * j for j in range(n_source)]
     for j, x in enumerate(xs, start=1):
         _box(ax, x, 0.6, f"$x_{j}$", "input", w=0.8, h=0.5)
@@ -247,10 +255,10 @@ def encoder_decoder(n_source: int = 4, n_target: int = 3) -> Figure:
         ax,
         cx,
         1.15,
-        "one vector\nfor the whole\nsource",
+        "one vector\nfor the\nwhole source",
         ha="center",
         va="top",
-        size=8,
+        size=9,
     )
     _legend(
         ax,
@@ -265,7 +273,7 @@ def encoder_decoder(n_source: int = 4, n_target: int = 3) -> Figure:
 def bahdanau_step(n_source: int = 5) -> Figure:
     """One step of Bahdanau's decoder: s_{t-1} scores every h_j, softmax, context
     c_t, then the GRU gives s_t."""
-    fig, ax = _canvas(11.0, 5.6, (9.4, 4.8))
+    fig, ax = _canvas(11.0, 5.6, (7.2, 3.7))
     xs = [0.8 + 1.05 * j for j in range(n_source)]
     weights = [0.05, 0.1, 0.6, 0.2, 0.05][:n_source]
     for j, (x, a) in enumerate(zip(xs, weights, strict=True), start=1):
@@ -275,7 +283,7 @@ def bahdanau_step(n_source: int = 5) -> Figure:
         _bars(ax, x - 0.4, 2.55, [a], width=0.8, height=1.2)
         _arrow(ax, (x, 2.6 + 1.2 * a), (3.0 + 0.3 * (x - 3.0) / 3, 4.3))
     _note(
-        ax, xs[-1] + 0.55, 2.3, "scores (the alignment model)", va="center", size=8
+        ax, xs[-1] + 0.55, 2.3, "scores (the alignment model)", va="center", size=9
     )
     _note(
         ax,
@@ -283,7 +291,7 @@ def bahdanau_step(n_source: int = 5) -> Figure:
         3.0,
         r"softmax: weights $\alpha_{tj}$",
         va="center",
-        size=8,
+        size=9,
     )
     query_x = xs[-1] + 3.9
     _box(ax, query_x, 0.6, r"$\mathbf{s}_{t-1}$", "query", w=1.0)
@@ -300,11 +308,11 @@ def bahdanau_step(n_source: int = 5) -> Figure:
         4.6,
         r"$\mathbf{c}_t = \sum_j \alpha_{tj}\,\mathbf{h}_j$",
         "value",
-        w=2.6,
+        w=3.2,
     )
     _box(ax, query_x, 3.0, "GRU", "state", w=1.0)
     _arrow(ax, (query_x, 0.9), (query_x, 2.7))
-    _arrow(ax, (4.3, 4.6), (query_x - 0.5, 3.2), bend=-0.15)
+    _arrow(ax, (4.6, 4.6), (query_x - 0.5, 3.2), bend=-0.15)
     _box(ax, query_x + 1.6, 2.0, r"$y_{t-1}$", "input", w=0.8, h=0.5)
     _arrow(ax, (query_x + 1.2, 2.2), (query_x + 0.5, 2.85))
     _box(ax, query_x, 4.6, r"$\mathbf{s}_t \to y_t$", "output", w=1.3)
@@ -347,7 +355,7 @@ def luong_step(
     """Luong's step: the RNN first, then attention from s_t over every encoder state
     (global, ``half_width=None``) or over the window ``centre`` +- ``half_width``
     (local), then the attentional state."""
-    fig, ax = _canvas(12.6, 6.0, (10.5, 5.0))
+    fig, ax = _canvas(12.6, 6.0, (7.2, 3.4))
     xs = [0.8 + 0.95 * s for s in range(n_source)]
     if half_width is None:  # global: every position, weights falling off the centre
         lo, hi = xs[0] - 0.45, xs[-1] + 0.45
@@ -359,7 +367,7 @@ def luong_step(
             3.45,
             "softmax over every source position",
             ha="center",
-            size=8,
+            size=9,
         )
     else:
         lo, hi = xs[centre - half_width] - 0.45, xs[centre + half_width] + 0.45
@@ -380,7 +388,7 @@ def luong_step(
             3.45,
             r"window $[p_t - D,\ p_t + D]$",
             ha="center",
-            size=8,
+            size=9,
         )
         weights = [0.0] * n_source
         weights[centre - half_width : centre + half_width + 1] = [0.25, 0.55, 0.2][
@@ -413,7 +421,7 @@ def luong_step(
         2.25,
         r"score$(\mathbf{s}_t, \mathbf{h}_j)$",
         ha="center",
-        size=8,
+        size=9,
     )
     _box(ax, (lo + hi) / 2, 4.35, r"$\mathbf{c}_t$", "value", w=0.9)
     _arrow(ax, ((lo + hi) / 2, 3.3), ((lo + hi) / 2, 4.05))
@@ -431,7 +439,7 @@ def luong_step(
     _box(ax, rnn_x, 5.5, r"$y_t$", "output", w=0.8, h=0.5)
     _arrow(ax, (rnn_x, 4.65), (rnn_x, 5.25))
     _arrow(ax, (rnn_x + 1.7, 4.35), (rnn_x + 2.4, 0.9), dashed=True, bend=-0.3)
-    _note(ax, rnn_x + 2.45, 2.9, "input feeding:\nto the next step", size=8)
+    _note(ax, rnn_x + 2.45, 2.9, "input feeding:\nto the next step", size=9)
     _legend(
         ax,
         ["query", "key", "weight", "value", "state", "input", "output"],
@@ -444,7 +452,7 @@ def luong_step(
 def simple_vs_parameterized() -> Figure:
     """Left: simple attention, a(t) = softmax(Y_e^T y_d(t)); right: queries, keys and
     values from projections."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.4))
     for ax, title in [
         (left, "simple attention"),
         (right, "parameterized attention"),
@@ -455,53 +463,61 @@ def simple_vs_parameterized() -> Figure:
         ax.axis("off")
         ax.set_title(title, fontsize=11)
     _box(left, 1.2, 0.6, r"$\mathbf{y}_d(t)$", "query", w=1.2)
-    _box(left, 4.4, 0.6, r"$Y_e$", "key", w=1.2)
+    _box(left, 4.4, 0.6, r"$Y_e$", "key", w=1.0)
     _box(
         left,
         2.8,
         2.2,
         r"$\mathbf{a}(t) = \mathrm{softmax}(Y_e^\top \mathbf{y}_d(t))$",
         "weight",
-        w=4.4,
+        w=4.6,
         size=9,
     )
     _arrow(left, (1.2, 0.9), (1.6, 1.9))
     _arrow(left, (4.4, 0.9), (4.0, 1.9))
-    _box(left, 2.8, 3.9, r"$\mathbf{y}_a(t) = Y_e\, \mathbf{a}(t)$", "value", w=3.0)
-    _arrow(left, (2.8, 2.5), (2.8, 3.6))
-    _arrow(left, (4.9, 0.9), (4.2, 3.6), bend=0.3, colour=ROLE_COLOURS["value"])
-    _note(left, 5.0, 2.6, r"$Y_e$ again," + "\nas values", size=8)
-    _box(right, 0.9, 0.6, r"$\mathbf{y}_d(t)$", "state", w=1.2)
-    _box(right, 4.2, 0.6, r"$Y_e$", "state", w=1.0)
-    _box(right, 0.9, 1.9, r"$W^Q\mathbf{y}_d(t)$", "query", w=1.6, size=9)
-    _box(right, 3.2, 1.9, r"$W^K Y_e$", "key", w=1.5, size=9)
-    _box(right, 5.1, 1.9, r"$W^V Y_e$", "value", w=1.5, size=9)
-    _arrow(right, (0.9, 0.9), (0.9, 1.6))
-    _arrow(right, (4.0, 0.9), (3.4, 1.6))
-    _arrow(right, (4.4, 0.9), (4.9, 1.6))
+    _box(left, 2.3, 3.9, r"$\mathbf{y}_a(t) = Y_e\, \mathbf{a}(t)$", "value", w=2.8)
+    _arrow(left, (2.3, 2.5), (2.3, 3.6))
+    _arrow(left, (4.8, 0.9), (3.7, 3.6), bend=0.35, colour=ROLE_COLOURS["value"])
+    _note(left, 4.3, 3.0, r"$Y_e$ again," + "\nas values", size=9)
+    _box(right, 1.2, 0.6, r"$\mathbf{y}_d(t)$", "state", w=1.2)
+    _box(right, 4.3, 0.6, r"$Y_e$", "state", w=1.0)
     _box(
         right,
-        2.0,
-        3.2,
-        r"$\mathbf{a}(t) = \mathrm{softmax}((W^K Y_e)^\top W^Q \mathbf{y}_d(t))$",
-        "weight",
-        w=3.9,
-        size=8,
-    )
-    _arrow(right, (0.9, 2.2), (1.4, 2.9))
-    _arrow(right, (3.2, 2.2), (2.7, 2.9))
-    _box(
-        right,
-        3.9,
-        4.5,
-        r"$\mathbf{y}_a(t) = (W^V Y_e)\,\mathbf{a}(t)$",
-        "value",
-        w=2.9,
+        1.05,
+        1.9,
+        r"$\mathbf{q} = W^Q\mathbf{y}_d(t)$",
+        "query",
+        w=2.0,
         size=9,
     )
-    _arrow(right, (2.0, 3.5), (2.9, 4.2))
-    _arrow(right, (5.1, 2.2), (4.9, 4.2))
-    _legend(right, ["query", "key", "weight", "value", "state"], x=-0.1)
+    _box(right, 3.2, 1.9, r"$K = W^K Y_e$", "key", w=1.6, size=9)
+    _box(right, 5.0, 1.9, r"$V = W^V Y_e$", "value", w=1.6, size=9)
+    _arrow(right, (1.2, 0.9), (1.2, 1.6))
+    _arrow(right, (4.1, 0.9), (3.5, 1.6))
+    _arrow(right, (4.5, 0.9), (4.9, 1.6))
+    _box(
+        right,
+        2.2,
+        3.2,
+        r"$\mathbf{a}(t) = \mathrm{softmax}(K^\top \mathbf{q})$",
+        "weight",
+        w=3.0,
+        size=9,
+    )
+    _arrow(right, (1.1, 2.2), (1.5, 2.9))
+    _arrow(right, (3.3, 2.2), (2.9, 2.9))
+    _box(
+        right,
+        4.2,
+        4.5,
+        r"$\mathbf{y}_a(t) = V\mathbf{a}(t)$",
+        "value",
+        w=2.4,
+        size=9,
+    )
+    _arrow(right, (2.4, 3.5), (3.4, 4.2))
+    _arrow(right, (5.0, 2.2), (4.9, 4.2))
+    _legend(right, ["query", "key", "weight", "value", "state"], x=-0.1, columns=3)
     fig.tight_layout()
     return fig
 
@@ -527,12 +543,12 @@ def ntm_addressing(rows: int = 8) -> Figure:
     stages = [
         (
             r"content $\mathbf{w}^c_t$",
-            r"key $\mathbf{k}_t$, strength $\beta_t$",
+            "key $\\mathbf{k}_t$,\n" r"strength $\beta_t$",
             w_content,
         ),
         (
             r"interpolated $\mathbf{w}^g_t$",
-            r"gate $g_t$ with $\mathbf{w}_{t-1}$",
+            "gate $g_t$\n" r"with $\mathbf{w}_{t-1}$",
             w_gated,
         ),
         (
@@ -542,25 +558,28 @@ def ntm_addressing(rows: int = 8) -> Figure:
         ),
         (r"sharpened $\mathbf{w}_t$", r"exponent $\gamma_t$", w_final),
     ]
-    fig, ax = _canvas(16.0, 4.4, (12.0, 3.6))
-    _box(ax, 1.0, 2.0, r"memory" + "\n" + r"$\mathbf{M}_t$", "memory", w=1.4, h=1.0)
+    fig, ax = _canvas(16.0, 5.8, (7.2, 2.61))
+    _box(ax, 1.0, 3.4, r"memory" + "\n" + r"$\mathbf{M}_t$", "memory", w=1.8, h=1.4)
     for i, (name, parameter, weights) in enumerate(stages):
         x = 3.0 + 3.3 * i
-        _bars(ax, x, 1.2, weights[0].tolist(), width=2.4, height=1.8)
-        _note(ax, x + 1.2, 3.3, name, ha="center", size=9)
-        _note(ax, x + 1.2, 0.75, f"rows 0 to {rows - 1}", ha="center", size=7)
+        _bars(ax, x, 2.6, weights[0].tolist(), width=2.4, height=1.8)
+        _note(ax, x + 1.2, 4.7, name, ha="center", size=9)
+        _note(
+            ax, x + 1.2, 2.3, f"rows 0 to {rows - 1}", ha="center", va="top", size=9
+        )
         _note(
             ax,
             x + 1.2,
-            0.3,
+            1.5,
             parameter,
             ha="center",
-            size=8,
+            va="top",
+            size=9,
             colour=ROLE_COLOURS["query"],
         )
-        _arrow(ax, (x - 0.8, 2.0), (x - 0.1, 2.0))
-    _arrow(ax, (3.0 + 3.3 * 3 + 2.5, 2.0), (15.8, 2.0))
-    _note(ax, 15.9, 2.0, "read or\nwrite", va="center", size=8)
+        _arrow(ax, (x - 0.8, 3.4), (x - 0.1, 3.4))
+    _arrow(ax, (3.0 + 3.3 * 3 + 2.5, 3.4), (15.8, 3.4))
+    _note(ax, 15.9, 3.4, "read or\nwrite", va="center", size=9)
     _legend(ax, ["memory", "weight"], weight="weighting over rows")
     fig.tight_layout()
     return fig
@@ -576,7 +595,7 @@ def pointer_step(
         raise ValueError(
             f"the chosen input {chosen} cannot be among the visited ones"
         )
-    fig, ax = _canvas(10.0, 5.2, (8.6, 4.4))
+    fig, ax = _canvas(10.0, 5.2, (7.0, 3.6))
     xs = [0.9 + 1.1 * j for j in range(n_inputs)]
     weights = [0.05, 0.1, 0.15, 0.6, 0.1][:n_inputs]
     weights = [0.0 if j in visited else a for j, a in enumerate(weights)]
@@ -593,7 +612,7 @@ def pointer_step(
             h=0.5,
         )
         if j - 1 in visited:
-            _note(ax, x, 2.55, "masked", ha="center", size=7)
+            _note(ax, x, 2.55, "masked", ha="center", size=9)
         _arrow(ax, (x, 0.75), (x, 1.35))
         _box(ax, x, 1.65, f"$h_{j}$", "key", w=0.7)
         _arrow(ax, (x, 1.95), (x, 2.45))
@@ -631,7 +650,7 @@ def pointer_step(
         sx + 0.6,
         3.2,
         "output: input " + str(chosen + 1) + "\n(next step reads it)",
-        size=8,
+        size=9,
     )
     roles = ["query", "key", "weight", "output", "input"] + (
         ["state"] if visited else []
@@ -656,7 +675,7 @@ def soft_vs_hard(n_source: int = 5, chosen: int = 2) -> Figure:
             f"chosen must be a position 0 .. {n_source - 1} of the {n_source}"
             f" encoder states, got {chosen}"
         )
-    fig, ax = _canvas(13.6, 6.6, (11.0, 5.3))
+    fig, ax = _canvas(13.6, 6.6, (7.2, 3.5))
     base = [0.1, 0.2, 0.45, 0.15, 0.1, 0.05, 0.05, 0.05]
     weights = base[:n_source] + [0.05] * max(0, n_source - len(base))
     weights = [a / sum(weights) for a in weights]
@@ -674,7 +693,7 @@ def soft_vs_hard(n_source: int = 5, chosen: int = 2) -> Figure:
         xs = [left + step * (j + 0.5) for j in range(n_source)]
         centre = (xs[0] + xs[-1]) / 2
         _note(ax, centre, 6.3, title, ha="center", size=10)
-        _note(ax, centre, 5.9, remark, ha="center", size=8)
+        _note(ax, centre, 5.9, remark, ha="center", size=9)
         _box(ax, left + 0.1, 4.9, r"$\mathbf{s}_t$", "query", w=0.7, h=0.5)
         _arrow(
             ax,
@@ -699,7 +718,7 @@ def soft_vs_hard(n_source: int = 5, chosen: int = 2) -> Figure:
             r"$\alpha_{tj} = \mathrm{softmax}_j\,\mathrm{score}(\mathbf{s}_t,"
             r" \mathbf{h}_j)$",
             ha="center",
-            size=8,
+            size=9,
         )
         if panel == 0:
             _box(

@@ -45,6 +45,13 @@ TOLERANCE = 1e-6  # how close a grid value must be to a control's value
 FALLBACK_CSS = (
     "<style>\n"
     ".attnlab-fallback { display: block; max-width: 100%; height: auto; }\n"
+    ".attnlab-live .vega-bindings select { max-width: 100%; }\n"
+    # in the book the numbered figure around it has the caption; the description
+    # stays the text alternative, for screen readers
+    "figure figure.attnlab-explorable > figcaption {\n"
+    "  position: absolute; width: 1px; height: 1px; overflow: hidden;\n"
+    "  clip-path: inset(50%); white-space: nowrap;\n"
+    "}\n"
     ".attnlab-scripted .attnlab-fallback { display: none; }\n"
     "@media print {\n"
     "  .attnlab-scripted .attnlab-fallback { display: block; }\n"
@@ -55,6 +62,78 @@ FALLBACK_CSS = (
 
 # Marks the figure as drawn by script (the class that hides the image on screen).
 SCRIPTED = 'document.currentScript.parentNode.classList.add("attnlab-scripted")'
+
+# attnlabDraw(name, spec): draw the chart into its figure, then fit it to the
+# figure's width, read at draw time (a phone, a narrow column). A chart wider than
+# its figure is drawn again: side-by-side panels stacked and legends moved below,
+# then every fixed width (and the height of a square view) narrowed in proportion,
+# at most three times more; what still does not fit is scaled down as a picture.
+# The view is published in window.attnlabViews[name] once it is final.
+DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
+  var figure = document.getElementById(name + "-figure");
+  var box = document.getElementById(name);
+  var unscripted = function () { figure.classList.remove("attnlab-scripted"); };
+  var excess = function () {
+    return Math.ceil(box.scrollWidth - figure.clientWidth);
+  };
+  // the widest fixed width in the spec, which the excess is taken from
+  var widest = function (part) {
+    var own = typeof part.width === "number" ? part.width : 0;
+    return ["vconcat", "concat", "layer"].reduce(function (most, key) {
+      return Math.max(most, Math.max.apply(null, (part[key] || []).map(widest)));
+    }, own);
+  };
+  var narrowed = function (node, over) {
+    var next = Object.assign({}, node);
+    var legend = (next.config || {}).legend || {};
+    if (next.hconcat || legend.orient !== "bottom") {
+      if (next.hconcat) { next.vconcat = next.hconcat; delete next.hconcat; }
+      legend = Object.assign({}, legend, {orient: "bottom", direction: "vertical"});
+      next.config = Object.assign({}, next.config, {legend: legend});
+      return next;
+    }
+    var most = widest(next);
+    var share = Math.max(0.3, (most - over) / Math.max(most, 1));
+    var changed = false;
+    var walk = function (part) {
+      if (typeof part.width === "number") {
+        if (part.height === part.width) {
+          part.height = Math.round(part.height * share);
+        }
+        part.width = Math.max(60, Math.round(part.width * share));
+        changed = true;
+      }
+      ["vconcat", "concat", "layer"].forEach(function (key) {
+        if (part[key]) {
+          part[key] = part[key].map(function (child) {
+            var copy = Object.assign({}, child);
+            walk(copy);
+            return copy;
+          });
+        }
+      });
+    };
+    walk(next);
+    return changed ? next : null;
+  };
+  var options = {"actions": false, "renderer": "svg"};
+  var draw = function (current, tries) {
+    vegaEmbed(box, current, options).then(function (result) {
+      var over = excess();
+      var next = over > 1 && tries > 0 && narrowed(current, over);
+      if (next) { result.finalize(); draw(next, tries - 1); return; }
+      if (over > 1) {
+        var svg = box.querySelector("svg");
+        svg.style.maxWidth = "100%";
+        svg.style.height = "auto";
+      }
+      window.attnlabViews = window.attnlabViews || {};
+      window.attnlabViews[name] = result.view;
+    }, function (error) { unscripted(); throw error; });
+  };
+  if (typeof vegaEmbed !== "function") { unscripted(); return; }
+  draw(spec, 4);
+};"""
 
 
 def for_static_book() -> bool:
@@ -119,20 +198,8 @@ def html(chart: alt.TopLevelMixin, name: str, description: str) -> HTML:
         f"<script>{SCRIPTED}</script>\n"
         f'<div id="{name}" class="attnlab-live"></div>\n{fallback}'
         f'<figcaption id="{name}-description">{caption}</figcaption>\n'
-        f"</figure>\n{scripts}\n<script>\n"
-        "(function () {\n"
-        f'  var figure = document.getElementById("{name}-figure");\n'
-        "  // the live chart failed to draw: the static image comes back\n"
-        "  var unscripted = function () {\n"
-        '    figure.classList.remove("attnlab-scripted");\n'
-        "  };\n"
-        '  if (typeof vegaEmbed !== "function") { unscripted(); return; }\n'
-        f'  vegaEmbed("#{name}", {spec}, {{"actions": false, "renderer": "svg"}})'
-        ".then(function (result) {\n"
-        "    window.attnlabViews = window.attnlabViews || {};\n"
-        f'    window.attnlabViews["{name}"] = result.view;\n'
-        "  }, function (error) { unscripted(); throw error; });\n"
-        "})();\n</script>"
+        f"</figure>\n{scripts}\n<script>\n{DRAW}\n"
+        f'window.attnlabDraw("{name}", {spec});\n</script>'
     )
 
 
