@@ -6,7 +6,15 @@ import pytest
 import torch
 
 from attnlab import explorable
-from attnlab.tasks.translation import examples_per_length, translation_model
+from attnlab.tasks.translation import (
+    SOURCE_VOCAB,
+    TARGET_VOCAB,
+    examples_per_length,
+    make_example,
+    translation_model,
+)
+from attnlab.train import seed_everything
+from attnlab.transformer import Transformer
 from tests.browser import (
     TOO_WIDE,
     after,
@@ -26,7 +34,13 @@ def charts():
     examples = [examples_per_length(1, n, n, seed=4)[0] for n in (6, 9)]
     gen = torch.Generator().manual_seed(1)
     memory, w_prev = torch.randn(8, 5, generator=gen), torch.softmax(torch.randn(8, generator=gen), -1)
+    seed_everything(0)
+    transformer = Transformer(len(SOURCE_VOCAB), len(TARGET_VOCAB), d_model=16, n_heads=2, n_layers=2, d_ff=32,
+                              pad_id=TARGET_VOCAB.pad, bos_id=TARGET_VOCAB.bos, eos_id=TARGET_VOCAB.eos).eval()
+    sentences = ["big red dogs see cats because old kings love small birds", "young wolves follow horses"]
     return {
+        # a square heatmap under a long caption, four menus, one with a whole sentence as an option
+        "heads": explorable.transformer_heads(transformer, [make_example(s.split()) for s in sentences]),
         "decoder": explorable.decoder_steps(model, examples, top=4),  # two panels, 904 pixels side by side
         "ntm": explorable.ntm_addressing(memory, memory[2], w_prev, [1.0, 5.0], [0.0, 1.0],
                                          {"stay": (0.0, 1.0, 0.0), "one row on": (0.0, 0.0, 1.0)}, [1.0, 5.0]),
@@ -44,7 +58,7 @@ def test_a_chart_wider_than_its_column_is_found(charts):
 def test_every_chart_fits_its_column_and_still_moves(charts, layout):
     viewport, column = LAYOUTS[layout]
     with explorable_page(charts, viewport=viewport, column=column) as opened:
-        check_local_and_ready(opened, charts=2)
+        check_local_and_ready(opened, charts=3)
         tab = opened[0]
         assert not tab.evaluate(TOO_WIDE)
         assert tab.evaluate("document.documentElement.scrollWidth") <= viewport[0]

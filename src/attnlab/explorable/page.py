@@ -45,7 +45,14 @@ TOLERANCE = 1e-6  # how close a grid value must be to a control's value
 FALLBACK_CSS = (
     "<style>\n"
     ".attnlab-fallback { display: block; max-width: 100%; height: auto; }\n"
-    ".attnlab-live .vega-bindings select { max-width: 100%; }\n"
+    # the controls wrap inside the column: a long menu option never widens the page
+    ".attnlab-live .vega-embed { max-width: 100%; }\n"
+    ".attnlab-live .vega-bindings label {\n"
+    "  display: inline-flex; flex-wrap: wrap; align-items: center; gap: 0 0.4em;\n"
+    "  max-width: 100%;\n"
+    "}\n"
+    ".attnlab-live .vega-bindings select,\n"
+    ".attnlab-live .vega-bindings input { max-width: 100%; min-width: 0; }\n"
     # in the book the numbered figure around it has the caption; the description
     # stays the text alternative, for screen readers
     "figure figure.attnlab-explorable > figcaption {\n"
@@ -73,8 +80,11 @@ DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
   var figure = document.getElementById(name + "-figure");
   var box = document.getElementById(name);
   var unscripted = function () { figure.classList.remove("attnlab-scripted"); };
+  // how much wider than the figure the chart is drawn (the controls wrap by CSS)
   var excess = function () {
-    return Math.ceil(box.scrollWidth - figure.clientWidth);
+    var svg = box.querySelector("svg");
+    var drawn = svg ? svg.getBoundingClientRect().width : 0;
+    return Math.ceil(drawn - figure.clientWidth);
   };
   // the widest fixed width in the spec, which the excess is taken from
   var widest = function (part) {
