@@ -17,11 +17,14 @@ import sys
 from typing import Any
 
 from attnlab.experiments import over_seeds
-from attnlab.experiments.neural_turing_machines import MEASURES, TRAINING_LENGTHS
-from attnlab.experiments.ntm_copy import LENGTHS, train_model
+from attnlab.experiments.neural_turing_machines import (
+    TRAINING_LENGTHS,
+    copy_table,
+    measure,
+)
+from attnlab.experiments.ntm_copy import LENGTHS
 from attnlab.runmode import seed_offset
 from attnlab.seedband import band
-from attnlab.tasks.copy import evaluate_copy
 
 SETTINGS: dict[str, Any] = {
     "steps": 10_000,
@@ -34,13 +37,8 @@ def run_seed(seed: int) -> dict[str, Any]:
     """The LSTM trained for ``steps`` under ``ATTNLAB_SEED_OFFSET = seed`` (set by
     the command): its test measures by length and its validation curve."""
     assert seed_offset() == seed, (seed_offset(), seed)
-    model, history = train_model("lstm", SETTINGS["steps"], desc="LSTM")
-    measured = evaluate_copy(model, LENGTHS, n=SETTINGS["test_sequences"])
-    lstm = {
-        key: {str(n): v for n, v in values.items()}
-        for key, values in measured.items()
-    }
-    return {"models": {"LSTM": {**lstm, "val_bits": history.metric("val_bits")[1]}}}
+    lstm = measure("lstm", "LSTM", SETTINGS["steps"], SETTINGS["test_sequences"])
+    return {"models": {"LSTM": lstm}}
 
 
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
@@ -61,17 +59,7 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
 def markdown(data: dict[str, Any]) -> str:
     """The reproducing page's table: the LSTM's measures by length, mean and range
     over the seeds."""
-    runs = data["results"]["runs"]
-    lines = over_seeds.bucket_table(
-        runs,
-        f"Test sequences ({SETTINGS['test_sequences']:,} of each length) by length",
-        {
-            f"LSTM, {label}": ("models", "LSTM", key)
-            for key, label in MEASURES.items()
-        },
-        [str(n) for n in LENGTHS],
-        digits=3,
-    )
+    lines = copy_table(data["results"]["runs"], ["LSTM"], SETTINGS["test_sequences"])
     budget = f"{SETTINGS['steps']:,} steps"
     return over_seeds.page(data, conclusions, budget, lines)
 

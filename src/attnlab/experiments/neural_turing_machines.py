@@ -12,6 +12,7 @@ validation curve. :func:`conclusions` lists what the chapter states over seeds.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from attnlab.experiments import over_seeds
@@ -35,20 +36,33 @@ TRAINING_LENGTHS = ("10", "20")
 BEYOND = ("30", "40", "50", "60")
 
 
+def measure(kind: str, name: str, steps: int, test_sequences: int) -> dict[str, Any]:
+    """One model (``kind`` ``"ntm"`` or ``"lstm"``) trained as the chapter does for
+    ``steps`` steps: :func:`~attnlab.tasks.copy.evaluate_copy`'s measures on
+    ``test_sequences`` sequences of each length in :data:`LENGTHS` (``{measure:
+    {length: value}}``) and its validation curve (``"val_bits"``)."""
+    model, history = train_model(kind, steps, desc=name)
+    measured = evaluate_copy(model, LENGTHS, n=test_sequences)
+    return {
+        **{
+            key: {str(n): v for n, v in values.items()}
+            for key, values in measured.items()
+        },
+        "val_bits": history.metric("val_bits")[1],
+    }
+
+
 def run_seed(seed: int) -> dict[str, Any]:
     """Both models as the chapter trains them under ``ATTNLAB_SEED_OFFSET = seed``
     (set by the command): the test measures by length and the validation curve."""
     assert seed_offset() == seed, (seed_offset(), seed)
-    models = {}
-    for name, kind in MODELS.items():
-        model, history = train_model(kind, SETTINGS["steps"], desc=name)
-        measured = evaluate_copy(model, LENGTHS, n=SETTINGS["test_sequences"])
-        models[name] = {
-            key: {str(n): v for n, v in values.items()}
-            for key, values in measured.items()
+    steps, test_sequences = SETTINGS["steps"], SETTINGS["test_sequences"]
+    return {
+        "models": {
+            name: measure(kind, name, steps, test_sequences)
+            for name, kind in MODELS.items()
         }
-        models[name]["val_bits"] = history.metric("val_bits")[1]
-    return {"models": models}
+    }
 
 
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
@@ -79,20 +93,27 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
 def markdown(data: dict[str, Any]) -> str:
     """The reproducing page's table: each model's measures by length, mean and
     range over the seeds."""
-    runs = data["results"]["runs"]
-    lines = over_seeds.bucket_table(
+    lines = copy_table(data["results"]["runs"], MODELS, SETTINGS["test_sequences"])
+    budget = f"{SETTINGS['steps']:,} steps per model"
+    return over_seeds.page(data, conclusions, budget, lines)
+
+
+def copy_table(
+    runs: list[dict[str, Any]], names: Iterable[str], test_sequences: int
+) -> list[str]:
+    """The lines of a table of the models ``names``' measures by test length, mean
+    and range over the seeds of ``runs``."""
+    return over_seeds.bucket_table(
         runs,
-        f"Test sequences ({SETTINGS['test_sequences']:,} of each length) by length",
+        f"Test sequences ({test_sequences:,} of each length) by length",
         {
             f"{name}, {label}": ("models", name, key)
-            for name in MODELS
+            for name in names
             for key, label in MEASURES.items()
         },
         [str(n) for n in LENGTHS],
         digits=3,
     )
-    budget = f"{SETTINGS['steps']:,} steps per model"
-    return over_seeds.page(data, conclusions, budget, lines)
 
 
 def main(argv: list[str]) -> None:

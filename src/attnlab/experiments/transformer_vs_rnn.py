@@ -290,11 +290,18 @@ def main(argv: list[str] | None = None) -> None:
         )
 
 
-def spread(runs: list[dict], bucket: str, key: str = "token_accuracy") -> tuple:
-    """``(mean, lowest, highest)`` of one bucket's score over ``runs``."""
-    values = [
+def scores(
+    runs: list[dict], bucket: str, key: str = "token_accuracy"
+) -> list[float]:
+    """One bucket's score in each of ``runs``, in their order."""
+    return [
         row[key] for run in runs for row in run["buckets"] if row["bucket"] == bucket
     ]
+
+
+def spread(runs: list[dict], bucket: str, key: str = "token_accuracy") -> tuple:
+    """``(mean, lowest, highest)`` of one bucket's score over ``runs``."""
+    values = scores(runs, bucket, key)
     return statistics.mean(values), min(values), max(values)
 
 
@@ -335,14 +342,7 @@ def conclusions(results: dict) -> dict[str, bool]:
 
     def per_seed(model: str, bucket: str, positions: str = "sinusoidal") -> list:
         runs = sorted(group(results, model, positions), key=lambda r: r["seed"])
-        return [
-            next(
-                row["token_accuracy"]
-                for row in r["buckets"]
-                if row["bucket"] == bucket
-            )
-            for r in runs
-        ]
+        return scores(runs, bucket)
 
     gains = last_fifth_gains(results)
     alibi = [
