@@ -282,7 +282,7 @@ def test_each_chapter_has_graded_exercises_of_every_kind(path):
     found = exercises(read(path))
     code = [e for e in found if e.kind == "code"]
     assert len(code) >= 3, f"{path.name}: {len(code)} code exercises, at least 3 wanted"
-    assert any("exercise-experiment" in e.tags for e in code), f"{path.name} has no experiment"
+    assert any("exercise-experiment" in e.tags for e in found), f"{path.name} has no experiment"
     assert any({"exercise-debug", "exercise-extend"} & set(e.tags) for e in code), f"{path.name}: no debug/extend"
 
 

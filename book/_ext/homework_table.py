@@ -46,7 +46,8 @@ def _row(number: int, nb: nbformat.NotebookNode) -> list[str]:
     written = [e for e in found if e.kind == "written"]
     code_text = "; ".join(
         f"{e.title} ({', '.join(KINDS[t] for t in e.tags) or 'implement'}, {e.points:g})" for e in code)
-    written_text = "; ".join(f"{e.title} ({e.points:g})" for e in written)
+    written_text = "; ".join(
+        f"{e.title} ({''.join(f'{KINDS[t]}, ' for t in e.tags)}{e.points:g})" for e in written)
     return [f"{number} {_chapter_title(nb)}", code_text, written_text,
             f"{sum(e.points for e in code):g}", f"{sum(e.points for e in written):g}"]
 

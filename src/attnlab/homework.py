@@ -154,6 +154,8 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
                 )
             title = re.search(r"\{exercise\}[ \t]*(.*)", source).group(1).strip()
             exercise = Exercise(label.group(1), title, index)
+            # a written exercise on an experiment (predict, then run) is tagged here
+            exercise.tags = [t for t in _tags(cell) if t in EXERCISE_TAGS]
             by_label[exercise.label] = exercise
             found.append(exercise)
         elif cell.cell_type == "code" and has_solution(source):
