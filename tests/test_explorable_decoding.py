@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnlab import explorable
-from attnlab.explorable.decoding import READS
+from attnlab.explorable.decoding import READS, step_probabilities
 from attnlab.tasks.translation import (
     TARGET_VOCAB,
     examples_per_length,
@@ -135,3 +135,29 @@ def test_controls(page, model, examples):
         got = {d["word"]: d["p"] for d in drawn}
         assert sorted(got) == sorted(words)
         assert [got[w] for w in words] == pytest.approx(values, abs=1e-6)
+
+
+def test_the_step_slider_ends_where_the_sentence_does(page, model, examples):
+    """In the book the slider's range follows the sentence and the reading: picking a shorter translation pulls the
+    step back to its last step."""
+    tab = page[0]
+    short, long = (f"{len(e.source)} words" for e in examples)
+    slider = tab.locator("#decoder-steps input[name='step']")
+    for name, example in [(long, examples[1]), (short, examples[0])]:
+        for reads, label in READS.items():
+            choose(tab, "decoder-steps", "sentence", name)()
+            choose(tab, "decoder-steps", "the decoder reads", label)()
+            steps = len(step_probabilities(model, example, reads)[0])
+            tab.wait_for_function("([el, most]) => el.max == most", arg=[slider.element_handle(), steps])
+            slider.focus()
+            tab.keyboard.press("End")
+            tab.wait_for_function(f"window.attnlabViews['decoder-steps'].signal('step') === {steps}")
+    choose(tab, "decoder-steps", "the decoder reads", READS["forced"])()
+    choose(tab, "decoder-steps", "sentence", long)()
+    slider.focus()
+    tab.keyboard.press("End")
+    longest = len(step_probabilities(model, examples[1], "forced")[0])
+    tab.wait_for_function(f"window.attnlabViews['decoder-steps'].signal('step') === {longest}")
+    choose(tab, "decoder-steps", "sentence", short)()  # shorter: the step comes back to its end
+    shortest = len(step_probabilities(model, examples[0], "forced")[0])
+    tab.wait_for_function(f"window.attnlabViews['decoder-steps'].signal('step') === {shortest}")

@@ -10,7 +10,13 @@ from collections.abc import Sequence
 import altair as alt
 import torch
 
-from attnlab.explorable.controls import example_names, grid, slider, where
+from attnlab.explorable.controls import (
+    example_names,
+    grid,
+    slider,
+    slider_ranges,
+    where,
+)
 from attnlab.explorable.page import OKABE_ITO
 from attnlab.luong import local_window, window_positions
 from attnlab.seq2seq import Seq2Seq
@@ -149,12 +155,14 @@ def alignment_heatmaps(
         )
         .properties(width=size, height=140)
     )
-    return (
+    chart = (
         alt.vconcat(heatmap, bars)
         .add_params(sentence, step)
         .resolve_scale(color="independent")
         .properties(datasets={"alignment": rows})  # once, for every layer
     )
+    last = {n: len(e.target) for n, e in zip(names, examples, strict=True)}
+    return slider_ranges(chart, "step", ["sentence"], last)
 
 
 def local_window_weights(

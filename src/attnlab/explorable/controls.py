@@ -24,6 +24,17 @@ def slider(
     )
 
 
+def slider_ranges(
+    chart: alt.TopLevelMixin, slider: str, menus: Sequence[str], maxima: dict
+) -> alt.TopLevelMixin:
+    """``chart`` whose slider ``slider`` ends, in the static book, at
+    ``maxima[key]`` for the menus' current options (``key``: the options of
+    ``menus`` joined by ``|``), its value pulled back when a shorter option is
+    picked; in Jupyter and Colab the slider keeps its full range."""
+    ranges = {slider: {"menus": list(menus), "max": dict(maxima)}}
+    return chart.properties(usermeta={"attnlab": {"ranges": ranges}})
+
+
 def where(fields: dict[str, str]) -> str:
     """A filter keeping the rows whose fields equal the controls' values."""
     return " && ".join(

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import altair as alt
 import torch
 
-from attnlab.explorable.controls import example_names, slider
+from attnlab.explorable.controls import example_names, slider, slider_ranges
 from attnlab.explorable.page import OKABE_ITO
 from attnlab.seq2seq import Seq2Seq
 from attnlab.tasks.translation import TARGET_VOCAB, Example, make_batch
@@ -64,11 +64,11 @@ def decoder_steps(
     """
     names = example_names(examples, names)
     top_rows, curve_rows = [], []
-    longest = 0
+    steps = {}  # output steps of each sentence and reading, for the slider's range
     for name, example in zip(names, examples, strict=True):
         for reads, label in READS.items():
             probabilities, reference = step_probabilities(model, example, reads)
-            longest = max(longest, len(probabilities))
+            steps[f"{name}|{label}"] = len(probabilities)
             values, words = probabilities.topk(top, dim=-1)
             for t, (p, w, right) in enumerate(
                 zip(values.tolist(), words.tolist(), reference, strict=True)
@@ -114,7 +114,7 @@ def decoder_steps(
             options=list(READS.values()), name="the decoder reads "
         ),
     )
-    step = slider("step", "output step", list(range(1, longest + 1)), 1)
+    step = slider("step", "output step", list(range(1, max(steps.values()) + 1)), 1)
     this_run = "datum.sentence == sentence && datum.reads == reads"
     colour = alt.Scale(domain=[RIGHT, OTHER], range=[OKABE_ITO[2], "grey"])
     probability = alt.Scale(domain=[0, 1])
@@ -158,8 +158,9 @@ def decoder_steps(
     over_steps = alt.layer(
         curves, now, title="at every step of the sentence"
     ).properties(width=320, height=22 * top)
-    return (
+    chart = (
         alt.hconcat(bars, over_steps)
         .add_params(sentence, reads, step)
         .resolve_scale(color="independent")
     )
+    return slider_ranges(chart, "step", ["sentence", "reads"], steps)

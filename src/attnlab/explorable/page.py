@@ -126,6 +126,25 @@ DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
     walk(next);
     return changed ? next : null;
   };
+  // a slider whose range depends on menus (explorable.controls.slider_ranges) ends
+  // where the data of the menus' current options end
+  var follow = function (view) {
+    var ranges = ((spec.usermeta || {}).attnlab || {}).ranges || {};
+    Object.keys(ranges).forEach(function (slider) {
+      var range = ranges[slider];
+      var input = box.querySelector('input[name="' + slider + '"]');
+      if (!input) { return; }
+      var update = function () {
+        var key = range.menus.map(function (m) { return view.signal(m); }).join("|");
+        var most = range.max[key];
+        if (most === undefined) { return; }
+        input.max = most;
+        if (view.signal(slider) > most) { view.signal(slider, most).runAsync(); }
+      };
+      range.menus.forEach(function (m) { view.addSignalListener(m, update); });
+      update();
+    });
+  };
   var options = {"actions": false, "renderer": "svg"};
   var draw = function (current, tries) {
     vegaEmbed(box, current, options).then(function (result) {
@@ -137,6 +156,7 @@ DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
         svg.style.maxWidth = "100%";
         svg.style.height = "auto";
       }
+      follow(result.view);
       window.attnlabViews = window.attnlabViews || {};
       window.attnlabViews[name] = result.view;
     }, function (error) { unscripted(); throw error; });
