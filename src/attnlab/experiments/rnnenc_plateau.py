@@ -48,8 +48,10 @@ def last_fifth_gain(accuracy: list[float]) -> float:
     return max(accuracy[cut:]) - max(accuracy[:cut])
 
 
-# RNNenc's evaluation at the chapter's budget (one every ``eval_every`` steps)
-AT_BUDGET = SETTINGS["steps"] // SETTINGS["eval_every"] - 1
+def at_budget() -> int:
+    """The index of RNNenc's evaluation at the chapter's budget (one evaluation
+    every ``eval_every`` steps)."""
+    return SETTINGS["steps"] // SETTINGS["eval_every"] - 1
 
 
 def rnnenc_curve(runs: list[dict[str, Any]], index: int) -> Band:
@@ -88,7 +90,7 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
             runs, "models", "RNNenc", key, bucket
         )
 
-    rose = rnnenc_curve(runs, -1) - rnnenc_curve(runs, AT_BUDGET)
+    rose = rnnenc_curve(runs, -1) - rnnenc_curve(runs, at_budget())
     return {
         "RNNenc's validation accuracy rises by more than 0.1 after the chapter's"
         " budget, on every seed": rose.low > 0.1,
@@ -119,7 +121,7 @@ def markdown(data: dict[str, Any]) -> str:
     every = SETTINGS["eval_every"]
     curve = runs[0]["models"]["RNNenc"]["val_accuracy"]
     shown = [i for i in range(len(curve)) if (i + 1) % max(1, len(curve) // 10) == 0]
-    shown = sorted({AT_BUDGET, *shown})
+    shown = sorted({at_budget(), *shown})
     lines += [
         "",
         *over_seeds.band_table(
