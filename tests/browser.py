@@ -118,7 +118,7 @@ def explorable_page(charts: dict[str, object], *, viewport: tuple[int, int] = (1
         outputs = [explorable.html(chart, name, f"Explorable {name}.").data for name, chart in charts.items()]
         (site / "notebooks" / "page.html").write_text(
             "<!doctype html><html><head><meta charset='utf-8'><title>explorables</title>"
-            f"<link rel='icon' href='data:,'><style>figure {{ margin: 1em 0; }}</style></head>"
+            f"<link rel='icon' href='data:,'><style>figure {{ margin: 1em 0; }} body {{ font-size: 16px; }} select {{ font: inherit; }}</style></head>"
             f"<body><main style='max-width: {column or 10_000}px'>"
             f"{''.join(outputs)}</main></body></html>")
         address = stack.enter_context(serve(site))

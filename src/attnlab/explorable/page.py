@@ -46,7 +46,8 @@ FALLBACK_CSS = (
     "<style>\n"
     ".attnlab-fallback { display: block; max-width: 100%; height: auto; }\n"
     # the controls wrap inside the column: a long menu option never widens the page
-    ".attnlab-live .vega-embed { max-width: 100%; }\n"
+    # vega-embed makes the chart's own element an inline-block .vega-embed
+    ".attnlab-live.vega-embed, .attnlab-live .vega-embed { max-width: 100%; }\n"
     ".attnlab-live .vega-bindings label {\n"
     "  display: inline-flex; flex-wrap: wrap; align-items: center; gap: 0 0.4em;\n"
     "  max-width: 100%;\n"
