@@ -1,7 +1,8 @@
 """The students' edition (attnlab.edition, scripts/student_edition.py): no solution of any exercise anywhere in it.
 
 The first tests make each chapter's students' page from the solution notebook with an output on every code cell
-(the solution cells' outputs repeat their code, as a print of it would) and look for the solutions in it. The
+(its own code, as a print of it would show, and the library source that a `show_source` cell shows) and look for
+the solutions in it, nothing excluded: a solution line shown anywhere else is a leak. The
 others read the built edition (`make book EDITION=student`): every file of it (pages, search index, the notebooks
 and sources it offers for download) is searched for every solution text of every chapter, taken from the full
 build's executed notebooks; they are skipped without a built edition, unless ATTNLAB_REQUIRE_BOOK=1.
@@ -9,6 +10,7 @@ build's executed notebooks; they are skipped without a built edition, unless ATT
 
 import copy
 import html
+import inspect
 import os
 import re
 from pathlib import Path
@@ -20,12 +22,19 @@ import yaml
 from attnlab.edition import (
     MIN_LINE,
     SHINGLE,
+    code_lines,
     shingles,
-    shown_outside_solutions,
     solution_texts,
     student_page,
 )
-from attnlab.homework import STUB, exercises
+from attnlab.homework import (
+    STUB,
+    exercises,
+    notebook_imports,
+    revealing_cells,
+    shown_sources,
+    student_version,
+)
 from tests.notebook_files import CHAPTERS, NOTEBOOKS, ROOT, read
 
 EDITION = ROOT / "_build" / "student-edition" / "html"
@@ -35,11 +44,21 @@ REQUIRED = os.environ.get("ATTNLAB_REQUIRE_BOOK") == "1"
 
 
 def with_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """``nb`` with one output on every code cell: its own source, printed."""
+    """``nb`` with outputs on every code cell: its own source, printed, and the source of each library object it
+    shows with ``show_source`` (as the executed notebook has it)."""
     ran = copy.deepcopy(nb)
+    namespace: dict = {}
+    exec(notebook_imports(nb), namespace)
     for cell in ran.cells:
         if cell.cell_type == "code":
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=cell.source)]
+            shown = []
+            for expression in shown_sources(cell.source):
+                try:
+                    shown.append(inspect.getsource(eval(expression, namespace)))
+                except NameError:
+                    pass
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)
+                            for text in [cell.source, *shown]]
     return ran
 
 
@@ -82,6 +101,7 @@ def test_a_students_page_keeps_the_rest_of_the_chapter(path):
     page = student_page(nb)
     found = exercises(nb)
     written = {e.answer for e in found if e.kind == "written"}
+    revealing = revealing_cells(nb)
     kept = [index for index in range(len(nb.cells)) if index not in written]
     assert len(page.cells) == len(kept)
     answers = {e.answer for e in found if e.kind == "code"}
@@ -94,20 +114,49 @@ def test_a_students_page_keeps_the_rest_of_the_chapter(path):
             if index in answers:
                 assert all(stub in after.source for stub in STUB), f"cell {index} has no stub"
                 assert "hide-input" not in after.metadata.get("tags", []), f"cell {index}: the stub is folded"
+        elif index in revealing:
+            assert after.cell_type == "markdown" and after.source == revealing[index]
         else:
             assert after == before, f"cell {index} changed"
 
 
-def test_the_texts_are_the_solution_not_what_the_chapter_shows_anyway():
+def test_every_solution_line_counts_wherever_the_book_shows_it():
+    """A solution line that another cell shows too is still searched for: it is a leak there."""
     nb = read(CHAPTERS[0])
     code = next(e for e in exercises(nb) if e.kind == "code")
     texts = solution_texts(nb)[code.label]
     assert texts and all(len(t) >= MIN_LINE for t in texts)
-    shown = nbformat.v4.new_code_cell(source="\n".join(texts))  # another cell showing the same code
-    nb.cells.append(shown)
-    assert solution_texts(nb)[code.label] == []
+    nb.cells.append(nbformat.v4.new_code_cell(source="\n".join(texts)))  # another cell showing the same code
+    assert solution_texts(nb)[code.label] == texts
+    page = student_page(with_outputs(nb))
+    assert leaks(solution_texts(nb), text_of(page)).keys() == {code.label}
     written = next(e for e in exercises(nb) if e.kind == "written")
-    assert all(len(run.split()) == SHINGLE for run in solution_texts(nb)[written.label])
+    runs = solution_texts(nb)[written.label]
+    assert runs and all(len(run.split()) == SHINGLE for run in runs)
+    assert not set(runs) & shingles(nb.cells[written.question].source)  # an answer may quote its question
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_students_version_shows_library_code_an_exercise_asks_for(path):
+    """Neither the students' notebook nor their edition calls show_source on what a check declares as the answer;
+    the full edition keeps every such cell."""
+    nb = read(path)
+    revealing = revealing_cells(nb)
+    for version in (student_version(nb), student_page(nb)):
+        assert not revealing_cells(version)
+        assert sum("answer-left-out" in c.metadata.get("tags", []) for c in version.cells) == len(revealing)
+    assert all("show_source" in nb.cells[index].source or "answers-exercise" in nb.cells[index].metadata.get("tags", [])
+               for index in revealing)
+
+
+def test_the_cells_left_out_are_the_answers():
+    """Chapter 9 shows the library's write, cosine similarity, shift and sharpening, each the answer to one of its
+    exercises, and its NTM step, which no exercise asks for."""
+    nb = read(next(p for p in CHAPTERS if p.stem.startswith("09")))
+    notes = "\n".join(revealing_cells(nb).values())
+    for name in ("ntm.write", "ntm.cosine_similarity", "ntm.shift", "ntm.sharpen"):
+        assert f"`{name}`" in notes
+    assert "`NTM.step`" not in notes
 
 
 def test_the_edition_configuration():
@@ -146,18 +195,20 @@ def readable(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def texts() -> dict[str, dict[str, list[str]]]:
-    """Every chapter's solution texts, from the notebooks as the full build executed them, less what the rest of
-    the book shows anyway (another chapter's show_source of the library function an exercise asks for, an equation
-    of the notation page)."""
+    """Every chapter's solution texts, from the notebooks as the full build executed them: less the code the
+    other chapters give (sources only: the library code their cells show is searched) and, for a worked answer, the
+    prose of the rest of the book."""
     built_or_skip()
     from jupyter_cache import get_cache
 
     cache = get_cache(str(CACHE))
     executed = {path.stem: cache.merge_match_into_notebook(read(path))[1] for path in NOTEBOOKS}
-    shown = {name: shown_outside_solutions(nb) if name[:2].isdigit() else text_of(nb) for name, nb in executed.items()}
     pages = "\n".join(path.read_text() for path in sorted((ROOT / "book").glob("*.md")))
-    return {path.stem: solution_texts(executed[path.stem], "\n".join(
-        [text for name, text in shown.items() if name != path.stem] + [pages])) for path in CHAPTERS}
+    return {path.stem: solution_texts(
+        executed[path.stem],
+        code_lines([cell for name, nb in executed.items() if name != path.stem for cell in nb.cells]),
+        "\n".join([text_of(nb) for name, nb in executed.items() if name != path.stem] + [pages]),
+    ) for path in CHAPTERS}
 
 
 def files(root: Path) -> list[Path]:

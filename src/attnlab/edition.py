@@ -10,7 +10,9 @@ exercise (:func:`attnlab.homework.exercises`):
 - a code exercise's solution cell keeps only the stub of the students' notebook
   (``# YOUR CODE HERE``), shown open, without outputs, and its check cell loses its
   outputs (they report on the worked solution);
-- a written exercise's worked answer is left out.
+- a written exercise's worked answer is left out;
+- a cell that shows the library code an exercise asks for (``show_source``) becomes
+  a note (:func:`attnlab.homework.hide_revealing`), in every chapter.
 
 :func:`solution_texts` lists what must appear nowhere in that edition; the test of
 the built edition searches every file of it for them.
@@ -18,8 +20,8 @@ the built edition searches every file of it for them.
 
 from __future__ import annotations
 
-import copy
 import re
+from collections.abc import Collection
 
 import nbformat
 
@@ -27,19 +29,22 @@ from attnlab.homework import (
     BEGIN,
     END,
     exercises,
+    hide_revealing,
     strip_solution_code,
 )
 
 # A line of solution code shorter than this (``return out``) says nothing of the
 # answer; a worked answer is compared as runs of this many words.
 MIN_LINE, SHINGLE = 20, 8
+# A line of code that ends in one of these continues on the next: a fragment.
+OPEN = ("(", "[", "{", ",", ":")
 # The tags with which the full edition folds a worked solution's code.
 FOLDED = ("hide-input", "hide-cell", "hide-output")
 
 
 def student_page(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The students' edition of the executed solution notebook ``nb``."""
-    page = copy.deepcopy(nb)
+    page = hide_revealing(nb)
     left_out = set()
     for exercise in exercises(nb):
         if exercise.kind == "code":
@@ -70,64 +75,54 @@ def shingles(text: str) -> set[str]:
     }
 
 
-def _output_text(output: nbformat.NotebookNode) -> str:
-    """The text an output shows (streams, plain text, HTML, Markdown; not images)."""
-    if "text" in output:
-        return "".join(output["text"])
-    data = output.get("data", {})
-    return "\n".join(
-        "".join(data[kind])
-        for kind in ("text/plain", "text/html", "text/markdown", "text/latex")
-        if kind in data
-    )
-
-
-def shown_outside_solutions(nb: nbformat.NotebookNode) -> str:
-    """The text the notebook shows outside its solutions: every other cell's source,
-    and the outputs of the cells other than the solution and check cells."""
-    found = exercises(nb)
-    answers = {e.answer for e in found}
-    checks = {e.check for e in found if e.check is not None}
-    return "\n".join(
-        [c.source for i, c in enumerate(nb.cells) if i not in answers]
-        + [
-            _output_text(output)
-            for i, c in enumerate(nb.cells)
-            if c.cell_type == "code" and i not in answers | checks
-            for output in c.get("outputs", [])
-        ]
-    )
+def code_lines(cells: list[nbformat.NotebookNode]) -> set[str]:
+    """The stripped lines of the sources of the code cells among ``cells``."""
+    return {
+        line.strip()
+        for cell in cells
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+    }
 
 
 def solution_texts(
-    nb: nbformat.NotebookNode, also_shown: str = ""
+    nb: nbformat.NotebookNode,
+    other_code: Collection[str] = (),
+    elsewhere: str = "",
 ) -> dict[str, list[str]]:
-    """What of the solutions of the (executed or not) solution notebook ``nb`` the
-    students' edition must not contain, by exercise label.
+    """What of the solutions of the solution notebook ``nb`` the students' edition
+    must not contain, by exercise label.
 
-    For a code exercise: each line of its solution regions of at least
-    :data:`MIN_LINE` characters (stripped). For a written exercise: each run of
-    :data:`SHINGLE` words of the worked answer. Left out of both: what the book
-    shows outside the solutions anyway, in this notebook
-    (:func:`shown_outside_solutions`: another cell's source, an output such as the
-    library's source that a later cell shows, the question the answer quotes) or in
-    ``also_shown`` (the rest of the book).
+    For a code exercise: each complete line of its solution regions of at least
+    :data:`MIN_LINE` characters (stripped; a line that ends open, in ``(``, ``,`` or
+    ``:``, is a fragment), less the code the book gives outside the solutions: this
+    chapter's code cells before the exercise (a debugging exercise fixes given code)
+    and ``other_code``, the code cells of the other chapters
+    (:func:`code_lines`). Nothing else is left out: a solution line in the library
+    source a cell shows, in an output, or in a later code cell is a leak.
+
+    For a written exercise: each run of :data:`SHINGLE` words of the worked answer,
+    less the runs of what the chapter says up to and including the question (an
+    answer may quote the question and the equations it builds on) and of
+    ``elsewhere`` (the rest of the book, whose prose a later chapter may repeat).
     """
-    found = exercises(nb)
-    elsewhere = shown_outside_solutions(nb) + "\n" + also_shown
-    elsewhere_shingles = shingles(elsewhere)
+    elsewhere_runs = shingles(elsewhere)
     texts: dict[str, list[str]] = {}
-    for exercise in found:
+    for exercise in exercises(nb):
         source = nb.cells[exercise.answer].source
         if exercise.kind == "code":
+            given = code_lines(nb.cells[: exercise.question]) | set(other_code)
             lines, inside = [], False
             for line in source.splitlines():
-                if line.strip() in (BEGIN, END):
-                    inside = line.strip() == BEGIN
-                elif inside and len(line.strip()) >= MIN_LINE:
-                    lines.append(line.strip())
-            texts[exercise.label] = [x for x in lines if x not in elsewhere]
+                line = line.strip()
+                if line in (BEGIN, END):
+                    inside = line == BEGIN
+                elif inside and len(line) >= MIN_LINE and not line.endswith(OPEN):
+                    lines.append(line)
+            texts[exercise.label] = [x for x in lines if x not in given]
         else:
             body = re.sub(r"^\s*(```|:::).*$", "", source, flags=re.MULTILINE)
-            texts[exercise.label] = sorted(shingles(body) - elsewhere_shingles)
+            before = "\n".join(c.source for c in nb.cells[: exercise.question + 1])
+            known = shingles(before) | elsewhere_runs
+            texts[exercise.label] = sorted(shingles(body) - known)
     return texts

@@ -270,10 +270,112 @@ def _nbgrader(
     return meta
 
 
+def _python(source: str) -> str:
+    """A code cell's source without its shell (``!``) and magic (``%``) lines."""
+    return "\n".join(
+        line
+        for line in source.splitlines()
+        if not line.lstrip().startswith(("%", "!"))
+    )
+
+
+def notebook_imports(nb: nbformat.NotebookNode) -> str:
+    """Every top-level import statement of the notebook's code cells (shell and magic
+    lines left out): enough to define the library objects its cells name."""
+    statements = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = _python(cell.source)
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                statements.append(ast.get_source_segment(source, node))
+    return "\n".join(statements)
+
+
+def shown_sources(source: str) -> list[str]:
+    """The expressions a code cell shows with ``show_source(...)``, as written."""
+    return [
+        ast.unparse(node.args[0])
+        for node in ast.walk(ast.parse(_python(source)))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", "") == "show_source"
+        and node.args
+    ]
+
+
+ANSWER_TAG = "answers-exercise"
+SHOWN_NOTE = (
+    "*The library's `{shown}` is left out of the students' version: it is the answer"
+    " to one of the course's exercises. The full edition of the book shows it.*"
+)
+ANSWER_NOTE = (
+    "*What this experiment shows is left out of the students' version: it answers"
+    " the exercise above. The full edition of the book has it.*"
+)
+
+
+def revealing_cells(nb: nbformat.NotebookNode) -> dict[int, str]:
+    """The cells of ``nb`` that give away the answer to an exercise, each with the
+    note that takes its place in the students' versions: ``{cell index: note}``.
+
+    They are the code cells that show, with ``show_source``, library code that an
+    exercise of the course asks students to write (what its check declares with
+    ``@exercise_check``), in any chapter, since a student could read the answer to
+    one chapter's homework in another; and the cells tagged ``answers-exercise``,
+    such as the discussion after a predict-and-explain experiment. The full edition
+    shows them all.
+    """
+    import attnlab.exercises  # noqa: F401 -- registers every check
+    from attnlab.exercises._checking import CHECKS, _code_objects
+
+    asked = {
+        code
+        for info in CHECKS.values()
+        for obj in info.exercised
+        for code in _code_objects(obj)
+    }
+    namespace: dict = {}
+    exec(notebook_imports(nb), namespace)  # noqa: S102 -- the notebook's own imports
+    found = {}
+    for index, cell in enumerate(nb.cells):
+        if ANSWER_TAG in _tags(cell):
+            found[index] = ANSWER_NOTE
+        elif cell.cell_type == "code" and "show_source" in cell.source:
+            for shown in shown_sources(cell.source):
+                try:
+                    obj = eval(shown, namespace)  # noqa: S307 -- an imported name
+                except NameError:
+                    continue  # the notebook's own code, not the library's
+                if asked & set(_code_objects(obj)):
+                    found[index] = SHOWN_NOTE.format(shown=shown)
+    return found
+
+
+def hide_revealing(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` in which each of :func:`revealing_cells` is its note, a
+    markdown cell (the cells keep their order and number)."""
+    hidden = copy.deepcopy(nb)
+    for index, note in revealing_cells(nb).items():
+        cell = hidden.cells[index]
+        # the cell's own id, where the format has ids: the versions stay comparable
+        kept = {"id": cell["id"]} if "id" in cell else {}
+        hidden.cells[index] = nbformat.from_dict(
+            {
+                **kept,
+                "cell_type": "markdown",
+                "metadata": {"tags": ["answer-left-out"]},
+                "source": note,
+            }
+        )
+    return hidden
+
+
 def course_source(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The nbgrader source version of the solution notebook ``nb`` (no outputs)."""
+    """The nbgrader source version of the solution notebook ``nb`` (no outputs), the
+    library code that answers an exercise left out (:func:`hide_revealing`)."""
     found = exercises(nb)
-    source = copy.deepcopy(nb)
+    source = hide_revealing(nb)
     for cell in source.cells:
         cell.metadata.pop(
             "attnlab", None
