@@ -14,6 +14,7 @@ import csv
 import os
 import shutil
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -373,9 +374,8 @@ def test_collect_a_moodle_folder_with_the_command(tmp_path, capsys):
     assert set(got) == {"ana-maria-lopez", "bo-lee", "cy-kim"}
     assert '"bo"' in got["bo-lee"] and '"cy"' in got["cy-kim"]
     assert "3 notebooks placed" in out and "2 files not placed" in out
-    report = {
-        r["file"]: r for r in csv.DictReader(open(course / f"collect-{chapter}.csv"))
-    }
+    (report_file,) = course.glob(f"collect-{chapter}-*.csv")  # one per run
+    report = {r["file"]: r for r in csv.DictReader(open(report_file))}
     assert set(report) == set(files)
     assert (
         report["Bo Lee_89_assignsubmission_file_/old/homework.ipynb"]["outcome"]
@@ -412,3 +412,36 @@ def test_collect_by_a_map(tmp_path):
         SystemExit, match="expected the columns file,student, got name,id"
     ):
         read_map(tmp_path / "bad.csv")
+
+
+def test_collect_keeps_a_report_per_run(tmp_path):
+    course, chapter = tmp_path / "course", "03_encoder_decoder"
+    course.mkdir()
+    source = tmp_path / "download"
+    source.mkdir()
+    (source / f"smithana_1234_9001_{chapter}.ipynb").write_bytes(notebook_bytes("ana"))
+    main(["collect", str(course), chapter, str(source)])
+    time.sleep(1.1)  # the report's name has the time to the second
+    main(["collect", str(course), chapter, str(source)])
+    assert len(list(course.glob(f"collect-{chapter}-*.csv"))) == 2
+
+
+def test_collect_places_canvas_late_in_capitals_and_keeps_moodle_namesakes_apart(tmp_path):
+    course, chapter = tmp_path / "course", "04_bahdanau_attention"
+    course.mkdir()
+    source = tmp_path / "download"
+    files = {
+        f"smithana_LATE_1234_9001_{chapter}.ipynb": notebook_bytes("ana"),
+        f"Bo Lee_203_assignsubmission_file_/{chapter}.ipynb": notebook_bytes("bo 203"),
+        f"Bo Lee_204_assignsubmission_file_/{chapter}.ipynb": notebook_bytes("bo 204"),
+    }
+    for name, data in files.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_bytes(data)
+    outcomes = {o.file: o for o in collect(course, chapter, source)}
+    assert all(o.outcome == PLACED for o in outcomes.values()), outcomes
+    got = placed(course, chapter)
+    assert set(got) == {"1234", "bo-lee-203", "bo-lee-204"}
+    assert '"bo 203"' in got["bo-lee-203"] and '"bo 204"' in got["bo-lee-204"]
+    assert outcomes[f"smithana_LATE_1234_9001_{chapter}.ipynb"].detail.endswith("late")
+    assert "2 participants named so" in outcomes[f"Bo Lee_203_assignsubmission_file_/{chapter}.ipynb"].detail

@@ -16,6 +16,7 @@ from attnlab.grading import (
     Result,
     add_hidden_tests,
     explain_errors,
+    handed_in,
     take_in,
     write_csv,
 )
@@ -119,6 +120,54 @@ def test_edited_grading_metadata_is_restored(tmp_path):
     intake = take_in(path, released())
     assert intake.notes == ["nbgrader metadata restored in ex-a-check"]
     assert nbformat.read(path, as_version=4).cells[3].metadata["nbgrader"] == released().cells[3].metadata["nbgrader"]
+
+
+def test_a_check_cell_made_markdown_is_a_code_cell_again(tmp_path):
+    path = tmp_path / "a.ipynb"
+    submitted = released()
+    cell = submitted.cells[3]
+    submitted.cells[3] = v4.new_markdown_cell(cell.source, metadata=cell.metadata)
+    submitted.cells[3].pop("id", None)
+    write(path, submitted)
+    intake = take_in(path, released())
+    assert intake.status == GRADED and intake.notes[0] == "cell type restored in ex-a-check"
+    check = nbformat.read(path, as_version=4).cells[3]
+    assert check.cell_type == "code" and check.source == "check_sharpen(f)" and check.outputs == []
+
+
+def test_a_renamed_grade_id_is_given_back_and_the_answer_kept(tmp_path):
+    path = tmp_path / "a.ipynb"
+    submitted = released()
+    submitted.cells[2].source = "def f(x):\n    return x"
+    submitted.cells[2].metadata["nbgrader"]["grade_id"] = "my-answer"
+    write(path, submitted)
+    intake = take_in(path, released())
+    assert intake.notes[0] == "grade id my-answer renamed back to ex-a"
+    cells = nbformat.read(path, as_version=4).cells
+    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in cells] == [
+        "imports", "ex-a-question", "ex-a", "ex-a-check", None]
+    assert cells[2].source == "def f(x):\n    return x"
+
+
+def test_the_notebook_as_handed_in_is_kept_before_repairs(tmp_path):
+    path, kept = tmp_path / "a.ipynb", tmp_path / "handed-in" / "a.ipynb"
+    submitted = released()
+    del submitted.cells[3]
+    write(path, submitted)
+    before = path.read_bytes()
+    assert take_in(path, released(), keep=kept).notes == ["deleted cells restored: ex-a-check"]
+    assert kept.read_bytes() == before and path.read_bytes() != before
+
+
+@pytest.mark.parametrize("name", ["Copy of 05_luong_attention.ipynb", "05_luong_attention (1).ipynb"])
+def test_a_notebook_saved_under_another_name_is_found(tmp_path, name):
+    write(tmp_path / name, released())
+    assert handed_in(tmp_path, "05_luong_attention") == tmp_path / name
+    write(tmp_path / "scratch.ipynb", released())  # two notebooks: the one named as the chapter's
+    assert handed_in(tmp_path, "05_luong_attention") == tmp_path / name
+    write(tmp_path / "05_luong_attention.ipynb", released())
+    assert handed_in(tmp_path, "05_luong_attention") == tmp_path / "05_luong_attention.ipynb"
+    assert handed_in(tmp_path / "nobody", "05_luong_attention") == tmp_path / "nobody" / "05_luong_attention.ipynb"
 
 
 def test_the_hidden_tests_are_added_at_grading_to_check_cells_only():

@@ -9,14 +9,17 @@ is placed at ``COURSE/submitted/<student>/<ASSIGNMENT>/<ASSIGNMENT>.ipynb``. The
 names accepted:
 
 - Canvas (*Download Submissions*): ``<lastfirst>_<userid>_<submissionid>_<file>``,
-  with ``_late_`` after the name for a late submission
+  with ``_late_`` (or ``_LATE_``) after the name for a late submission
   (``smithana_late_1234_5678_05_luong_attention.ipynb``); Canvas adds ``-1``,
   ``-2``... to a file name handed in again. The student is the Canvas user id.
 - Moodle (*Download all submissions*): a folder per student,
   ``<Full Name>_<id>_assignsubmission_file_/<file>``, or flat files
   ``<Full Name>_<id>_assignsubmission_file_<file>``. Moodle's id is the
   participant's number in that one assignment, so the student is the full name in
-  lower case, ASCII letters and digits joined by ``-`` (``ana-maria-lopez``).
+  lower case, ASCII letters and digits joined by ``-`` (``ana-maria-lopez``). Two
+  participants of one download with the same name are never merged: each gets its
+  participant number appended (``ana-maria-lopez-203``), and the report says so;
+  give them their ids with ``--map``.
 - Any name, with ``--map CSV``: columns ``file,student``, ``file`` being the path
   inside ``SOURCE`` or, where that is unique, the file's name. The map decides for
   the files it names; the others are matched by their LMS names.
@@ -25,8 +28,9 @@ Nothing is dropped silently: a file that is not an ``.ipynb``, a name that match
 none of the forms above, and the other files of a student who handed in several
 (the one kept is the one named ``<ASSIGNMENT>.ipynb``, else the later submission,
 else the one modified last, else the first by name; the report says why) are
-printed and written to the report (default ``COURSE/collect-<ASSIGNMENT>.csv``,
-columns ``file,student,outcome,detail``).
+printed and written to the report (default
+``COURSE/collect-<ASSIGNMENT>-<date and time>.csv``, one per run, columns
+``file,student,outcome,detail``).
 """
 
 from __future__ import annotations
@@ -38,10 +42,11 @@ import unicodedata
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 CANVAS = re.compile(
-    r"^(?P<name>[^_/]+?)(?P<late>_late)?_(?P<user>\d+)_(?P<submission>\d+)_"
+    r"^(?P<name>[^_/]+?)(?P<late>_(?i:late))?_(?P<user>\d+)_(?P<submission>\d+)_"
     r"(?P<file>[^/]+)$"
 )
 MOODLE = re.compile(
@@ -60,6 +65,7 @@ class Found:
     read: Callable[[], bytes]
     student: str = ""
     submission: int = 0
+    participant: str = ""  # Moodle's participant number, where the name is Moodle's
     detail: str = ""
 
 
@@ -145,6 +151,7 @@ def _identify(found: Found, mapping: dict[str, str], names: dict[str, int]) -> s
         found.detail = "named in the map"
     elif match := MOODLE.search(found.path):
         found.student = moodle_student(match["name"])
+        found.participant = match["id"]
         found.detail = f"Moodle: {match['name']}, participant {match['id']}"
     elif match := CANVAS.match(base):
         found.student = match["user"]
@@ -185,6 +192,23 @@ def _named_as(found: Found, assignment: str) -> bool:
     )
 
 
+def _separate_namesakes(by_student: dict[str, list[Found]]) -> None:
+    """Split, in place, a Moodle name that several participants share: each keeps
+    its files under the name with its participant number appended."""
+    for student, files in list(by_student.items()):
+        participants = {f.participant for f in files if f.participant}
+        if len(participants) < 2:
+            continue
+        del by_student[student]
+        for f in files:
+            f.student = f"{student}-{f.participant}" if f.participant else student
+            f.detail += (
+                f"; {len(participants)} participants named so, kept apart by their"
+                " numbers (map them to ids with --map)"
+            )
+            by_student.setdefault(f.student, []).append(f)
+
+
 def collect(
     course: Path,
     assignment: str,
@@ -209,6 +233,7 @@ def collect(
             unmatched.append(Outcome(f.path, f.student, NOT_PLACED, reason))
         else:
             by_student.setdefault(f.student, []).append(f)
+    _separate_namesakes(by_student)
     placed = []
     for student, files in sorted(by_student.items()):
         files.sort(
@@ -269,12 +294,13 @@ def main(
         "--report",
         type=Path,
         default=None,
-        help="default: COURSE/collect-ASSIGNMENT.csv",
+        help="default: COURSE/collect-ASSIGNMENT-<date and time>.csv, one per run",
     )
     args = parser.parse_args(argv)
     mapping = read_map(args.map) if args.map else {}
     outcomes = collect(args.course, args.assignment, args.source, mapping)
-    report = args.report or args.course / f"collect-{args.assignment}.csv"
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    report = args.report or args.course / f"collect-{args.assignment}-{stamp}.csv"
     write_report(outcomes, report)
     for o in outcomes:
         if o.outcome == PLACED:

@@ -8,8 +8,11 @@ For every student and assignment of the nbgrader course folder ``COURSE`` (writt
 by ``python -m attnlab.homework course``, released with ``nbgrader
 generate_assignment``), the submission is first taken in: a missing notebook is *not
 submitted*; an empty file or one that is not a notebook *could not be graded*, with
-the reason; a check cell that was deleted or moved is put back where the release has
-it, and graded cells' nbgrader metadata are restored from the release (both noted).
+the reason; a notebook saved under another name (``Copy of <assignment>.ipynb``) is
+found; a check cell that was deleted or moved is put back where the release has it,
+a graded cell turned into markdown is a code cell again, a renamed grade id is given
+back, and graded cells' nbgrader metadata are restored from the release (all noted).
+The notebook as handed in is kept in ``COURSE/handed-in/`` before any repair.
 Then ``nbgrader autograde`` and ``nbgrader generate_feedback`` run for that one
 submission, so that one that crashes or never finishes cannot stop the others. The
 CSV has one row per student and assignment: the status, the reason or notes, the
@@ -59,6 +62,9 @@ from attnlab.exercises._integrity import TAMPERED
 from attnlab.homework import BEGIN_HIDDEN, END_HIDDEN, hidden_tests
 
 GRADED, NOT_SUBMITTED, UNGRADABLE = "graded", "not submitted", "could not be graded"
+# COURSE/handed-in/<student>/<assignment>/: a notebook as the student handed it in,
+# kept before the intake repairs or renames it
+HANDED_IN = "handed-in"
 CELL_SECONDS = 30  # per cell, in quick mode: a cell that takes longer is looping
 CHECK_SUFFIX = "-check"
 TIMEOUT_MESSAGE = (
@@ -178,6 +184,8 @@ def _restore_graded_cells(
     notes saying what was restored."""
     notes = []
     released = {_grade_id(c): c for c in release.cells if _grade_id(c)}
+    notes += _restore_renamed(submitted, released)
+    notes += _restore_cell_types(submitted, released)
     by_id = {_grade_id(c): c for c in submitted.cells if _grade_id(c) in released}
     edited = [
         grade_id
@@ -222,9 +230,87 @@ def _restore_graded_cells(
     return notes
 
 
-def take_in(path: Path, release: nbformat.NotebookNode) -> Intake:
-    """Read one submission, repair what can be repaired in place, and say whether it
-    can be graded."""
+def _restore_renamed(
+    submitted: nbformat.NotebookNode, released: dict[str, nbformat.NotebookNode]
+) -> list[str]:
+    """Give the release's grade ids back to cells whose id was renamed.
+
+    The cells with an id the release lacks are matched, in order, with the release's
+    ids the submission lacks (of the same cell type, else any); those left over lose
+    their nbgrader metadata, so that nbgrader does not reject the notebook. Returns
+    notes.
+    """
+    present = {_grade_id(c) for c in submitted.cells}
+    missing = [g for g in released if g not in present]
+    unknown = [
+        c for c in submitted.cells if _grade_id(c) and _grade_id(c) not in released
+    ]
+    notes = []
+    for cell in unknown:
+        same_type = [g for g in missing if released[g].cell_type == cell.cell_type]
+        if not (same_type or missing):
+            notes.append(f"unknown grade id {_grade_id(cell)} removed")
+            del cell.metadata["nbgrader"]
+            continue
+        grade_id = (same_type or missing)[0]
+        missing.remove(grade_id)
+        notes.append(f"grade id {_grade_id(cell)} renamed back to {grade_id}")
+        cell.metadata["nbgrader"] = copy.deepcopy(
+            released[grade_id].metadata["nbgrader"]
+        )
+    return notes
+
+
+def _restore_cell_types(
+    submitted: nbformat.NotebookNode, released: dict[str, nbformat.NotebookNode]
+) -> list[str]:
+    """Turn every graded or locked cell back into the release's cell type (a check
+    cell made markdown with one keystroke runs again); returns notes."""
+    changed = []
+    for index, cell in enumerate(submitted.cells):
+        grade_id = _grade_id(cell)
+        if grade_id in released and cell.cell_type != released[grade_id].cell_type:
+            kind = released[grade_id].cell_type
+            fields = {
+                "cell_type": kind,
+                "metadata": cell.metadata,
+                "source": cell.source,
+            }
+            if kind == "code":
+                fields |= {"outputs": [], "execution_count": None}
+            if "id" in cell:
+                fields["id"] = cell["id"]
+            submitted.cells[index] = nbformat.from_dict(fields)
+            changed.append(grade_id)
+    return [f"cell type restored in {', '.join(changed)}"] if changed else []
+
+
+def handed_in(folder: Path, assignment: str) -> Path:
+    """The notebook a student handed in, in ``folder``: ``<assignment>.ipynb``, else
+    the only notebook there (saved under another name: ``Copy of <assignment>.ipynb``
+    from Colab, ``<assignment> (1).ipynb`` from a browser), else the ones whose name
+    holds the assignment's, if that is one. Returns the assignment's path when none
+    is found."""
+    expected = folder / f"{assignment}.ipynb"
+    if expected.exists() or not folder.is_dir():
+        return expected
+    notebooks = sorted(p for p in folder.glob("*.ipynb") if p.is_file())
+    named = [p for p in notebooks if assignment in p.name]
+    for candidates in (notebooks, named):
+        if len(candidates) == 1:
+            return candidates[0]
+    return expected
+
+
+def take_in(
+    path: Path, release: nbformat.NotebookNode, keep: Path | None = None
+) -> Intake:
+    """Read one submission, repair what can be repaired, and say whether it can be
+    graded.
+
+    The repaired notebook is written to ``path``; with ``keep``, the notebook as
+    handed in is first copied there, so that the original is never lost.
+    """
     if not path.exists():
         return Intake(NOT_SUBMITTED)
     text = path.read_bytes().decode("utf-8", errors="replace")
@@ -246,6 +332,9 @@ def take_in(path: Path, release: nbformat.NotebookNode) -> Intake:
         )
     notes = _restore_graded_cells(submitted, release)
     if notes:
+        if keep is not None:
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            keep.write_bytes(path.read_bytes())
         nbformat.write(submitted, path)
     return Intake(GRADED, notes=notes)
 
@@ -354,8 +443,17 @@ def grade_submission(
     release = nbformat.read(
         course / "release" / assignment / f"{assignment}.ipynb", as_version=4
     )
-    path = course / "submitted" / student / assignment / f"{assignment}.ipynb"
-    intake = take_in(path, release)
+    folder = course / "submitted" / student / assignment
+    path, found = folder / f"{assignment}.ipynb", handed_in(folder, assignment)
+    original = course / HANDED_IN / student / assignment / found.name
+    renamed = []
+    if found != path:  # graded as the release's name; the file handed in is kept
+        original.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(found, original)
+        shutil.copyfile(found, path)
+        renamed = [f"handed in as {found.name}"]
+    intake = take_in(path, release, keep=original)
+    intake.notes[:0] = renamed
     if intake.status != GRADED:
         return Result(student, assignment, intake.status, intake.reason, {}, 0.0)
     if work != course:
