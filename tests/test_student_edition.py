@@ -116,6 +116,8 @@ def test_a_students_page_keeps_the_rest_of_the_chapter(path):
                 assert "hide-input" not in after.metadata.get("tags", []), f"cell {index}: the stub is folded"
         elif index in revealing:
             assert after.cell_type == "markdown" and after.source == revealing[index]
+        elif "output-answers-exercise" in before.metadata.get("tags", []):
+            assert after.source == before.source and after.outputs == [], f"cell {index} keeps an answering output"
         else:
             assert after == before, f"cell {index} changed"
 

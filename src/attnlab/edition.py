@@ -11,8 +11,11 @@ exercise (:func:`attnlab.homework.exercises`):
   (``# YOUR CODE HERE``), shown open, without outputs, and its check cell loses its
   outputs (they report on the worked solution);
 - a written exercise's worked answer is left out;
-- a cell that shows the library code an exercise asks for (``show_source``) becomes
-  a note (:func:`attnlab.homework.hide_revealing`), in every chapter.
+- a cell that shows the library code an exercise asks for (``show_source``), in
+  every chapter, or that is tagged ``answers-exercise`` becomes a note
+  (:func:`attnlab.homework.hide_revealing`), and a cell tagged
+  ``output-answers-exercise`` (an experiment whose outcome a student is asked to
+  predict) loses its outputs.
 
 :func:`solution_texts` lists what must appear nowhere in that edition; the test of
 the built edition searches every file of it for them.
@@ -26,6 +29,7 @@ from collections.abc import Collection
 import nbformat
 
 from attnlab.homework import (
+    ANSWER_OUTPUT_TAG,
     BEGIN,
     END,
     exercises,
@@ -58,6 +62,9 @@ def student_page(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             answer.metadata["tags"] = [t for t in tags if t not in FOLDED]
         else:
             left_out.add(exercise.answer)
+    for cell in page.cells:
+        if ANSWER_OUTPUT_TAG in cell.metadata.get("tags", []):
+            cell.outputs, cell.execution_count = [], None
     page.cells = [c for i, c in enumerate(page.cells) if i not in left_out]
     return page
 

@@ -304,7 +304,10 @@ def shown_sources(source: str) -> list[str]:
     ]
 
 
-ANSWER_TAG = "answers-exercise"
+# A cell that states an exercise's answer (the discussion after a predict-and-explain
+# experiment) is replaced by a note; one whose output does (the run of the experiment
+# itself) keeps its code, and the students' edition leaves its output out.
+ANSWER_TAG, ANSWER_OUTPUT_TAG = "answers-exercise", "output-answers-exercise"
 SHOWN_NOTE = (
     "*The library's `{shown}` is left out of the students' version: it is the answer"
     " to one of the course's exercises. The full edition of the book shows it.*"
