@@ -13,6 +13,9 @@ then submit notebooks made from that students' version and grade them with `pyth
   right answer that loops forever and one with a syntax error (gains nothing; loses the looping and the broken
   exercises; the deleted cell is restored, the time-out reported, and the feedback says which exercise loops and
   which has a syntax error);
+- renamed: the worked solutions saved as Colab saves a copy, `Copy of <chapter>.ipynb`, with one check cell turned
+  into markdown and another exercise's grade id renamed (full points; the notes say what was found and repaired,
+  and the notebook as handed in is kept under `handed-in/`);
 - not-a-notebook and empty: a text file and an empty file (could not be graded, with the reason);
 - absent: a student of the gradebook who handed nothing in (not submitted).
 
@@ -101,9 +104,9 @@ def with_region(source: str, lines: list[str], replace: bool = False) -> str:
     return "\n".join(out)
 
 
-def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str]) -> tuple[dict, dict, dict]:
-    """The submissions of one chapter, the expected (status, points, notes) of each student, and what some
-    students' feedback pages must say."""
+def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str) -> tuple[dict, dict, dict]:
+    """The submissions of one chapter (its notebook named ``file_name``), the expected (status, points, notes) of
+    each student, and what some students' feedback pages must say."""
     untouched = student_version(nb)
     found = exercises(nb)
     code = [e for e in found if e.kind == "code"]
@@ -148,20 +151,32 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str]) -> tuple[dict,
     if tampered.nbformat_minor < 5:
         del cell["id"]  # cell ids came with nbformat 4.5
     tampered.cells.insert(imports + 1, cell)
-    subs = {"solution": noisy, "untouched": untouched, "wrong": mistaken,
-            "tampered": tampered, "not-a-notebook": "These are my answers: 42.\n", "empty": ""}
+    renamed = copy.deepcopy(solved)  # handed in as Colab names a copy: see FILE_NAMES
+    first, other = code[0], code[-1]
+    check = renamed.cells[first.check]
+    renamed.cells[first.check] = nbformat.from_dict(
+        {"cell_type": "markdown", "metadata": check.metadata, "source": check.source})
+    renamed.cells[other.answer].metadata["nbgrader"]["grade_id"] = "my-answer"
+    subs = {"solution": noisy, "untouched": untouched, "wrong": mistaken, "tampered": tampered,
+            "renamed": renamed, "not-a-notebook": "These are my answers: 42.\n", "empty": ""}
     expected = {
         "solution": (GRADED, auto, ""),
         "untouched": (GRADED, 0.0, ""),
         "wrong": (GRADED, auto - lost, ""),
         "tampered": (GRADED, auto - lost - spoiled,
                      f"deleted cells restored: {deleted.label}-check; time-out in {looping.label}"),
+        "renamed": (GRADED, auto, f"handed in as {FILE_NAMES['renamed'].format(file_name)}; grade id my-answer renamed back to "
+                                  f"{other.label}; cell type restored in {first.label}-check"),
         "not-a-notebook": (UNGRADABLE, 0.0, "not a notebook"),
         "empty": (UNGRADABLE, 0.0, "empty file"),
         "absent": (NOT_SUBMITTED, 0.0, ""),
     }
     feedback = {"tampered": ["loops forever"] + (["has a syntax error"] if broken else [])}
     return subs, expected, feedback
+
+
+# the file name each student's submission is handed in under, where it is not the chapter's own
+FILE_NAMES = {"renamed": "Copy of {}"}
 
 
 def same_release(released: nbformat.NotebookNode, ours: nbformat.NotebookNode) -> list[str]:
@@ -218,14 +233,15 @@ def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[list
     nbgrader("generate_assignment", stem, "--force", course=course)
     released = nbformat.read(course / "release" / stem / path.name, as_version=4)
     failures = [f"{stem}: {p}" for p in same_release(released, student_version(nb))]
-    subs, expected, says = submissions(nb, wrong)
+    subs, expected, says = submissions(nb, wrong, path.name)
     for student, submission in subs.items():
         folder = course / "submitted" / student / stem
         folder.mkdir(parents=True, exist_ok=True)
+        name = FILE_NAMES.get(student, "{}").format(path.name)
         if isinstance(submission, str):
-            (folder / path.name).write_text(submission)
+            (folder / name).write_text(submission)
         else:
-            nbformat.write(submission, folder / path.name)
+            nbformat.write(submission, folder / name)
     nbgrader("db", "student", "add", "absent", course=course)
     results = {r.student: r for r in grade(course, [stem], course / "grades.csv", quiet=True)}
     rows = []
@@ -246,6 +262,11 @@ def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[list
         limit = SECONDS_PER_SUBMISSION + CELL_SECONDS * result.reason.count("time-out")  # a loop costs its time-out
         if result.seconds > limit:
             failures.append(f"{stem}: {student} took {result.seconds:.0f} s, more than {limit} s")
+    for student, name in FILE_NAMES.items():  # the notebook as handed in is kept, unchanged
+        name = name.format(path.name)
+        kept = course / "handed-in" / student / stem / name
+        if not kept.exists() or kept.read_bytes() != (course / "submitted" / student / stem / name).read_bytes():
+            failures.append(f"{stem}: {student}'s notebook as handed in is not kept at {kept}")
     pages = sorted((course / "feedback").glob("*/*/*.html"))
     if len(pages) != sum(1 for s, e in expected.items() if e[0] == GRADED):
         failures.append(f"{stem}: {len(pages)} feedback pages")
