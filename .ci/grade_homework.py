@@ -204,7 +204,7 @@ def nbgrader(*args: str, course: Path) -> None:
 
 
 # looked for in each page's text (tags stripped): the hidden tests' own lines, rubrics, the machine's paths
-LEAKS = ("BEGIN HIDDEN", "_integrity", "_sys.modules", "Rubric", "rubric", "site-packages",
+LEAKS = ("BEGIN HIDDEN", "_integrity", "_sys.modules", "Rubric", "rubric", "site-packages", "ipykernel_",
          "Traceback (most recent call last)", str(ROOT))
 
 

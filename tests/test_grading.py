@@ -207,6 +207,21 @@ def test_feedback_explains_time_outs_and_syntax_errors_and_shows_no_internals():
             assert "/work" not in str(output)
 
 
+def test_feedback_shows_no_path_of_the_grading_machine():
+    nb = released()
+    warned = ("/tmp/ipykernel_4746/3719.py:5: UserWarning: a warning from my own code\n"
+              "/srv/course/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py:12: FutureWarning: x\n"
+              "see https://docs.pytorch.org/docs/stable/a/b.html, 5/10 right\n")
+    nb.cells[2].outputs = [v4.new_output("stream", name="stderr", text=warned),
+                           error("OSError", "no file /srv/course/source/01/01.ipynb")]
+    nb, _ = explain_errors(nb, {})
+    stream, failed = nb.cells[2].outputs
+    assert stream.text == ("<your cell>:5: UserWarning: a warning from my own code\n"
+                           "module.py:12: FutureWarning: x\n"
+                           "see https://docs.pytorch.org/docs/stable/a/b.html, 5/10 right\n")
+    assert failed.evalue == "no file 01.ipynb" and failed.traceback == ["OSError: no file 01.ipynb"]
+
+
 def test_the_csv_has_a_row_per_submission_with_its_status(tmp_path):
     results = [
         Result("ana", "01", GRADED, "deleted cells restored: ex-a-check", {"ex-a-check": 2.0, "ex-b": None}, 3.0),

@@ -106,6 +106,19 @@ def _errors(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
+# a file of the grading machine: the kernel's file for a cell, or any absolute path
+CELL_FILE = re.compile(r"(?:/[^\s/:'\"]+)*/ipykernel_\d+/\d+\.py")
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/])(?:/[\w.+\-]+){2,}")
+
+
+def without_paths(text: str) -> str:
+    """``text`` with the grading machine's paths left out: a cell's file becomes
+    ``<your cell>``, any other absolute path its last part (``/usr/lib/x/y.py`` ->
+    ``y.py``)."""
+    text = CELL_FILE.sub("<your cell>", text)
+    return ABSOLUTE_PATH.sub(lambda m: m.group(0).rsplit("/", 1)[-1], text)
+
+
 def _first_line(text: str) -> str:
     lines = [line for line in str(text).splitlines() if line.strip()]
     return lines[0] if lines else ""
@@ -119,8 +132,9 @@ def explain_errors(
 
     The hidden tests are removed from the check cells' source; an interrupted cell
     says that it ran out of time; a check that failed because its exercise's cell
-    has a syntax error says so; every traceback is cut to its last line, so that no
-    path of the grading machine shows.
+    has a syntax error says so; every traceback is cut to its last line, and no
+    output shows a path of the grading machine (:func:`without_paths`: a warning
+    printed by the student's code names the kernel's file of the cell).
     """
     syntax_errors: dict[str, str] = {}
     for cell in nb.cells:
@@ -145,7 +159,14 @@ def explain_errors(
                         "the cell of your answer has a syntax error, so your"
                         f" function was never defined: {syntax_errors[exercise]}"
                     )
+            output["evalue"] = without_paths(str(output.get("evalue", "")))
             output["traceback"] = [f"{output.get('ename')}: {output.get('evalue')}"]
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                text = output.get("text", "")
+                output["text"] = without_paths(
+                    "".join(text) if isinstance(text, list) else text
+                )
         shown: set[str] = set()  # an interrupted cell reports its time-out twice
         kept = []
         for output in cell.get("outputs", []):
