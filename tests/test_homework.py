@@ -25,6 +25,9 @@ from attnlab.homework import (
     strip_solution_code,
     student_version,
 )
+from attnlab.homework import (
+    notebook_imports as imports_of,
+)
 from tests.notebook_files import CHAPTERS, code_cells, read
 
 IDS = [p.stem for p in CHAPTERS]
@@ -259,17 +262,6 @@ def test_command_line_without_arguments_prints_its_help(capsys):
 
 
 # The chapters themselves.
-
-
-def imports_of(nb: nbformat.NotebookNode) -> str:
-    """Every top-level import statement of the notebook (enough to define what exercise cells use)."""
-    statements = []
-    for cell in code_cells(nb):
-        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
-        for node in ast.parse(source).body:
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                statements.append(ast.get_source_segment(source, node))
-    return "\n".join(statements)
 
 
 def called_checks(source: str) -> list[str]:

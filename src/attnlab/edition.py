@@ -101,12 +101,12 @@ def solution_texts(
     must not contain, by exercise label.
 
     For a code exercise: each complete line of its solution regions of at least
-    :data:`MIN_LINE` characters (stripped; a line that ends open, in ``(``, ``,`` or
-    ``:``, is a fragment), less the code the book gives outside the solutions: this
+    :data:`MIN_LINE` characters (stripped; a line that ends in one of :data:`OPEN`
+    is a fragment), less the code the book gives outside the solutions: this
     chapter's code cells before the exercise (a debugging exercise fixes given code)
-    and ``other_code``, the code cells of the other chapters
-    (:func:`code_lines`). Nothing else is left out: a solution line in the library
-    source a cell shows, in an output, or in a later code cell is a leak.
+    and ``other_code``, the code cells of the other chapters (:func:`code_lines`).
+    Nothing else is left out: a solution line in the library source a cell shows, in
+    an output, or in a later code cell is a leak.
 
     For a written exercise: each run of :data:`SHINGLE` words of the worked answer,
     less the runs of what the chapter says up to and including the question (an
