@@ -10,10 +10,12 @@ import pytest
 
 from attnlab.grading import (
     GRADED,
+    KERNEL_DIED,
     NOT_SUBMITTED,
     TIMEOUT_MESSAGE,
     UNGRADABLE,
     Result,
+    _failure,
     add_hidden_tests,
     explain_errors,
     handed_in,
@@ -220,6 +222,21 @@ def test_feedback_shows_no_path_of_the_grading_machine():
                            "module.py:12: FutureWarning: x\n"
                            "see https://docs.pytorch.org/docs/stable/a/b.html, 5/10 right\n")
     assert failed.evalue == "no file 01.ipynb" and failed.traceback == ["OSError: no file 01.ipynb"]
+
+
+def test_nbgraders_failure_is_reported_by_its_cause():
+    see_above = ("nbgrader.converters.base.NbGraderException: Please see the the above traceback for details on the"
+                 " specific errors on the above failures.")
+    died = {"success": False, "error": f"Traceback (most recent call last):\n{see_above}\n",
+            "log": "    raise DeadKernelError('Kernel died') from None\n"
+                   "    nbclient.exceptions.DeadKernelError: Kernel died\n[ERROR] There was an error processing"}
+    assert _failure(died) == KERNEL_DIED
+    failed = {"success": False, "error": see_above,
+              "log": "    sqlite3.OperationalError: database is locked\n[ERROR] Please see the the above traceback"}
+    assert _failure(failed) == "sqlite3.OperationalError: database is locked"
+    assert _failure({"success": False, "error": "", "log": "ValueError: no /srv/course/x/y.ipynb"}) == (
+        "ValueError: no y.ipynb")
+    assert _failure({"success": True}) is None
 
 
 def test_the_csv_has_a_row_per_submission_with_its_status(tmp_path):

@@ -376,14 +376,29 @@ def nbgrader_api(course: Path):  # -> nbgrader.apps.NbGraderAPI
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 
 
+KERNEL_DIED = (
+    "the notebook stopped its Python process (os._exit, a crash or running out of"
+    " memory in one of its cells), so nothing after that cell ran"
+)
+EXCEPTION_LINE = re.compile(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b: ")
+
+
 def _failure(result: dict) -> str | None:
-    """The last line of an nbgrader API call's error, or None if it succeeded."""
+    """What went wrong in an nbgrader API call, or None if it succeeded: the
+    exception its log or error reports (nbgrader's own closing line only says to see
+    the traceback above), without the grading machine's paths."""
     if result.get("success"):
         return None
-    lines = [
-        line for line in str(result.get("error", "")).splitlines() if line.strip()
+    text = f"{result.get('log', '')}\n{result.get('error', '')}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if any("DeadKernelError" in line for line in lines):
+        return KERNEL_DIED
+    raised = [
+        line
+        for line in lines
+        if EXCEPTION_LINE.match(line) and "NbGraderException" not in line
     ]
-    return (lines or ["nbgrader failed"])[-1][:300]
+    return without_paths((raised or lines or ["nbgrader failed"])[-1])[:300]
 
 
 def _students(course: Path) -> list[str]:
