@@ -12,6 +12,7 @@ from attnlab.grading import (
     GRADED,
     KERNEL_DIED,
     NOT_SUBMITTED,
+    RAISED_INTERRUPT,
     TIMEOUT_MESSAGE,
     UNGRADABLE,
     Result,
@@ -196,9 +197,13 @@ def test_feedback_explains_time_outs_and_syntax_errors_and_shows_no_internals():
     nb, _ = add_hidden_tests(nb, {})
     nb.cells[2].outputs = [error("SyntaxError", "invalid syntax (3581.py, line 2)")]
     nb.cells[3].outputs = [error("NameError", "name 'f' is not defined")]
-    loop = v4.new_code_cell("while True: pass", outputs=[error("KeyboardInterrupt", ""), error("KeyboardInterrupt", "")])
-    nb.cells.append(loop)
+    # what nbgrader's Execute leaves in a cell that ran out of time: the interrupt, then error_on_timeout's error
+    loop = v4.new_code_cell("while True: pass", outputs=[error("KeyboardInterrupt", ""),
+                                                          error("TimeoutError", TIMEOUT_MESSAGE)])
+    raised = v4.new_code_cell("raise KeyboardInterrupt", outputs=[error("KeyboardInterrupt", "")])
+    nb.cells += [loop, raised]
     nb, _ = explain_errors(nb, {})
+    assert [(o.ename, o.evalue) for o in raised.outputs] == [("KeyboardInterrupt", RAISED_INTERRUPT)]
     assert nb.cells[3].source == "check_sharpen(f)"
     check = nb.cells[3].outputs[0]
     assert check.ename == "SyntaxError" and "syntax error" in check.evalue and "invalid syntax" in check.evalue

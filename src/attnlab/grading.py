@@ -72,6 +72,8 @@ TIMEOUT_MESSAGE = (
     " probably loops forever (look for a loop whose condition never becomes false)"
 )
 SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+TIMEOUT_ERRORS = ("TimeoutError", "CellTimeoutError")
+RAISED_INTERRUPT = "raised by the code of this cell, not a time-out"
 
 
 def _grade_id(cell: nbformat.NotebookNode) -> str | None:
@@ -142,6 +144,9 @@ def explain_errors(
             continue
         if _is_check(cell):
             cell.source = _strip_hidden(cell.source)
+        # a time-out interrupts the cell (KeyboardInterrupt) and adds a TimeoutError;
+        # a KeyboardInterrupt alone was raised by the student's code
+        timed_out = any(o.get("ename") in TIMEOUT_ERRORS for o in _errors(cell))
         for output in _errors(cell):
             if output.get("ename") in SYNTAX_ERRORS:
                 grade_id = _grade_id(cell)
@@ -149,8 +154,11 @@ def explain_errors(
                     syntax_errors[grade_id] = (
                         f"{output['ename']}: {_first_line(output.get('evalue', ''))}"
                     )
-            if output.get("ename") in ("KeyboardInterrupt", "CellTimeoutError"):
+            interrupted = output.get("ename") == "KeyboardInterrupt"
+            if output.get("ename") in TIMEOUT_ERRORS or (interrupted and timed_out):
                 output["ename"], output["evalue"] = "TimeoutError", TIMEOUT_MESSAGE
+            elif interrupted:
+                output["evalue"] = RAISED_INTERRUPT
             if _is_check(cell) and output.get("ename") == "NameError":
                 exercise = _grade_id(cell)[: -len(CHECK_SUFFIX)]
                 if exercise in syntax_errors:
