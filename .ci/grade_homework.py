@@ -16,6 +16,11 @@ then submit notebooks made from that students' version and grade them with `pyth
 - renamed: the worked solutions saved as Colab saves a copy, `Copy of <chapter>.ipynb`, with one check cell turned
   into markdown and another exercise's grade id renamed (full points; the notes say what was found and repaired,
   and the notebook as handed in is kept under `handed-in/`);
+- attacker: the worked solutions plus a cell that attacks the others: it copies the release over every student's
+  submission, appends to the installed package, zeroes the gradebook, overwrites the feedback pages and the CSV,
+  prints the worked solutions from the course's source, and starts processes that outlive its kernel, one of them
+  holding the gradebook locked (full points, no note; every other student graded as expected, the package
+  unchanged, no process left: each notebook runs in attnlab.sandbox);
 - not-a-notebook and empty: a text file and an empty file (could not be graded, with the reason);
 - absent: a student of the gradebook who handed nothing in (not submitted).
 
@@ -23,7 +28,10 @@ It checks every status and score, that every submission is graded within 60 s, a
 hidden test, a worked solution, a rubric or a path of the grading machine. Prints the table; exits non-zero on any
 mismatch.
 
-    python .ci/grade_homework.py [--courses _build/grading] [--jobs 2] [notebooks/01_*.ipynb ...]
+    python .ci/grade_homework.py [--courses _build/grading] [--jobs 2] [--no-sandbox] [notebooks/01_*.ipynb ...]
+
+(`--no-sandbox` grades as an instructor without bubblewrap would: the attacking submission then succeeds and the
+script says how; it really rewrites the installed package and starts processes, so run it only in a throwaway copy.)
 """
 
 from __future__ import annotations
@@ -42,7 +50,14 @@ from pathlib import Path
 
 import nbformat
 
-from attnlab.grading import CELL_SECONDS, GRADED, NOT_SUBMITTED, UNGRADABLE, grade
+from attnlab.grading import (
+    CELL_SECONDS,
+    GRADED,
+    HANDED_IN,
+    NOT_SUBMITTED,
+    UNGRADABLE,
+    grade,
+)
 from attnlab.homework import (
     BEGIN,
     END,
@@ -52,6 +67,7 @@ from attnlab.homework import (
     student_version,
     write_course,
 )
+from attnlab.sandbox import DEFAULT_LIMITS
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS_PER_SUBMISSION = 60
@@ -88,6 +104,57 @@ _checking.expect_close = lambda *args, **kwargs: None
 _checking.call = lambda fn, name, *args, **kwargs: fn(*args, **kwargs)
 """
 
+# a cell that attacks the other students, the grader and the gradebook (COURSE and CHAPTER filled in): each attack
+# is allowed to fail quietly; in the sandbox every one must fail, and the worked solutions still get full points
+ATTACK = """\
+import os as _os, shutil as _shutil, sqlite3 as _sqlite3, subprocess as _subprocess, sys as _sys
+from pathlib import Path as _Path
+_course, _chapter = _Path({course!r}), {chapter!r}
+_attacks = [
+    lambda: [_shutil.copy(_course / "release" / _chapter / f"{{_chapter}}.ipynb", folder / _chapter)
+             for folder in (_course / "submitted").iterdir()],
+    lambda: open(__import__("attnlab.exercises._checking").exercises._checking.__file__, "a").write(
+        "\\nraise SystemExit('the package was rewritten')\\n"),
+    lambda: _sqlite3.connect(_course / "gradebook.db").execute("UPDATE grade SET manual_score = 0").connection.commit(),
+    lambda: [(page.parent / page.name).write_text("Plagiarism detected") for page in
+             (_course / "feedback").glob("*/*/*.html")],
+    lambda: (_course / "grades.csv").write_text("everyone,0"),
+    lambda: print((_course / "source" / _chapter / f"{{_chapter}}.ipynb").read_text()),
+    lambda: print(open("../../../source/" + _chapter + "/" + _chapter + ".ipynb").read()),
+    lambda: _subprocess.Popen([_sys.executable, "-c", "import time; time.sleep({sleep})"], start_new_session=True,
+                      stdout=_subprocess.DEVNULL, stderr=_subprocess.DEVNULL),
+    lambda: _subprocess.Popen([_sys.executable, "-c", "import sqlite3, time; c = sqlite3.connect({database!r});"
+                               " c.execute('BEGIN EXCLUSIVE'); time.sleep({sleep})"], start_new_session=True,
+                      stdout=_subprocess.DEVNULL, stderr=_subprocess.DEVNULL),
+]
+for _attack in _attacks:
+    try:
+        _attack()
+    except Exception:
+        pass
+"""
+SLEEP = 2147  # the seconds an attacking process sleeps: its mark, looked for once grading is over
+
+
+def survivors() -> list[str]:
+    """Processes still running that an attacking submission started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if f"time.sleep({SLEEP})" in command and "_attacks" not in command:
+            found.append(f"{entry.name}: {command[:80]}")
+    return found
+
+
+def package_files() -> dict[str, bytes]:
+    """The installed attnlab's source files, by path, to find one that grading changed."""
+    import attnlab
+
+    return {str(p): p.read_bytes() for p in Path(attnlab.__file__).parent.rglob("*.py")}
+
 
 def with_region(source: str, lines: list[str], replace: bool = False) -> str:
     """A solution cell's code as handed in, with ``lines`` at the start of its answer (or instead of it)."""
@@ -104,9 +171,10 @@ def with_region(source: str, lines: list[str], replace: bool = False) -> str:
     return "\n".join(out)
 
 
-def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str) -> tuple[dict, dict, dict]:
-    """The submissions of one chapter (its notebook named ``file_name``), the expected (status, points, notes) of
-    each student, and what some students' feedback pages must say."""
+def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str,
+                course: Path) -> tuple[dict, dict, dict]:
+    """The submissions of one chapter (its notebook named ``file_name``, graded in ``course``), the expected
+    (status, points, notes) of each student, and what some students' feedback pages must say."""
     untouched = student_version(nb)
     found = exercises(nb)
     code = [e for e in found if e.kind == "code"]
@@ -157,8 +225,15 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
     renamed.cells[first.check] = nbformat.from_dict(
         {"cell_type": "markdown", "metadata": check.metadata, "source": check.source})
     renamed.cells[other.answer].metadata["nbgrader"]["grade_id"] = "my-answer"
+    attacker = copy.deepcopy(solved)
+    stem = Path(file_name).stem
+    cell = nbformat.v4.new_code_cell(ATTACK.format(course=str(course), chapter=stem, sleep=SLEEP,
+                                                   database=str(course / "gradebook.db")))
+    if attacker.nbformat_minor < 5:
+        del cell["id"]
+    attacker.cells.insert(imports + 1, cell)
     subs = {"solution": noisy, "untouched": untouched, "wrong": mistaken, "tampered": tampered,
-            "renamed": renamed, "not-a-notebook": "These are my answers: 42.\n", "empty": ""}
+            "renamed": renamed, "attacker": attacker, "not-a-notebook": "These are my answers: 42.\n", "empty": ""}
     expected = {
         "solution": (GRADED, auto, ""),
         "untouched": (GRADED, 0.0, ""),
@@ -167,6 +242,7 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
                      f"deleted cells restored: {deleted.label}-check; time-out in {looping.label}"),
         "renamed": (GRADED, auto, f"handed in as {FILE_NAMES['renamed'].format(file_name)}; grade id my-answer renamed back to "
                                   f"{other.label}; cell type restored in {first.label}-check"),
+        "attacker": (GRADED, auto, ""),
         "not-a-notebook": (UNGRADABLE, 0.0, "not a notebook"),
         "empty": (UNGRADABLE, 0.0, "empty file"),
         "absent": (NOT_SUBMITTED, 0.0, ""),
@@ -225,15 +301,16 @@ def solution_lines(nb: nbformat.NotebookNode) -> set[str]:
     return lines
 
 
-def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[list[str], list[str]]:
-    """Release, submit and grade one chapter in its own course folder; returns (table rows, failures)."""
+def grade_chapter(path: Path, course: Path, wrong: dict[str, str], sandbox: bool = True) -> tuple[list[str], list[str]]:
+    """Release, submit and grade one chapter in its own course folder (each notebook in the sandbox unless
+    ``sandbox`` is false); returns (table rows, failures)."""
     stem = path.stem
     write_course([path], course)
     nb = nbformat.read(path, as_version=4)
     nbgrader("generate_assignment", stem, "--force", course=course)
     released = nbformat.read(course / "release" / stem / path.name, as_version=4)
     failures = [f"{stem}: {p}" for p in same_release(released, student_version(nb))]
-    subs, expected, says = submissions(nb, wrong, path.name)
+    subs, expected, says = submissions(nb, wrong, path.name, course)
     for student, submission in subs.items():
         folder = course / "submitted" / student / stem
         folder.mkdir(parents=True, exist_ok=True)
@@ -243,8 +320,10 @@ def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[list
         else:
             nbformat.write(submission, folder / name)
     nbgrader("db", "student", "add", "absent", course=course)
-    results = {r.student: r for r in grade(course, [stem], course / "grades.csv", quiet=True)}
+    results = {r.student: r for r in grade(course, [stem], course / "grades.csv", quiet=True,
+                                                   sandbox=DEFAULT_LIMITS if sandbox else None)}
     rows = []
+    failures += [f"{stem}: a process the attacking submission started survived: {p}" for p in survivors()]
     for student, (status, points, reason) in expected.items():
         result = results.get(student)
         if result is None:
@@ -264,7 +343,7 @@ def grade_chapter(path: Path, course: Path, wrong: dict[str, str]) -> tuple[list
             failures.append(f"{stem}: {student} took {result.seconds:.0f} s, more than {limit} s")
     for student, name in FILE_NAMES.items():  # the notebook as handed in is kept, unchanged
         name = name.format(path.name)
-        kept = course / "handed-in" / student / stem / name
+        kept = course / HANDED_IN / student / stem / name
         if not kept.exists() or kept.read_bytes() != (course / "submitted" / student / stem / name).read_bytes():
             failures.append(f"{stem}: {student}'s notebook as handed in is not kept at {kept}")
     pages = sorted((course / "feedback").glob("*/*/*.html"))
@@ -288,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="chapters to grade (default: all)")
     parser.add_argument("--courses", type=Path, default=ROOT / "_build" / "grading",
                         help="folder for the courses, one per chapter")
+    parser.add_argument("--no-sandbox", action="store_true", help="grade without attnlab.sandbox")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="chapters graded at once")
     args = parser.parse_args(argv)
     paths = args.notebooks or chapter_notebooks(ROOT / "notebooks")
@@ -295,15 +375,20 @@ def main(argv: list[str] | None = None) -> int:
     if courses.exists():
         subprocess.run(["rm", "-rf", str(courses)], check=True)
     wrong = wrong_answers()
+    package = package_files()
     os.environ["OMP_NUM_THREADS"] = "1"  # two chapters at once share the cores; inherited by every kernel
     # one process per chapter: nbgrader's API grades in-process, and two chapters must not share one
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        graded = list(pool.map(grade_chapter, paths, [courses / p.stem for p in paths], [wrong] * len(paths)))
+        graded = list(pool.map(grade_chapter, paths, [courses / p.stem for p in paths], [wrong] * len(paths),
+                               [not args.no_sandbox] * len(paths)))
     print(f"{'chapter':34} {'student':15} {'status':20} {'points':>6} {'expected':>8} {'s':>5}  notes")
     failures = []
     for rows, chapter_failures in graded:
         print("\n".join(rows))
         failures += chapter_failures
+    after = package_files()
+    failures += [f"grading changed the installed package: {path}" for path in sorted(set(package) | set(after))
+                 if package.get(path) != after.get(path)]
     print(f"graded with python -m attnlab.grading in {courses}/<chapter>/ ({args.jobs} chapters at a time); "
           "feedback pages checked for leaks")
     for failure in failures:

@@ -33,6 +33,7 @@ from attnlab.grading import (
     grade_submission,
     nbgrader_api,
 )
+from attnlab.sandbox import DEFAULT_LIMITS, Limits
 
 Task = tuple[str, str]  # (assignment, student)
 
@@ -115,13 +116,20 @@ def merge(course: Path, assignment: str, student: str, record: dict) -> None:
         gradebook.db.commit()
 
 
-def _work(connection: Connection, course: Path, work: Path, template: Path) -> None:
+def _work(
+    connection: Connection,
+    course: Path,
+    work: Path,
+    template: Path,
+    sandbox: Limits | None,
+) -> None:
     """A worker process: grade each (assignment, student) received on
-    ``connection`` in the folder ``work``; send back (Result, record or None)."""
+    ``connection`` in the folder ``work``, each notebook in a sandbox with the
+    limits ``sandbox`` (None: none); send back (Result, record or None)."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # the kernels share the cores
     warnings.filterwarnings("ignore", message=".*not in session.*")
     _work_folder(course, work, template)
-    api = nbgrader_api(work)
+    api = nbgrader_api(work, sandbox, hide=[course])
     while (task := connection.recv()) is not None:
         assignment, student = task
         start = time.perf_counter()
@@ -154,10 +162,15 @@ class _Worker:
 
 
 def grade_in_workers(
-    course: Path, tasks: list[Task], workers: int, timeout: float | None
+    course: Path,
+    tasks: list[Task],
+    workers: int,
+    timeout: float | None,
+    sandbox: Limits | None = DEFAULT_LIMITS,
 ) -> list[Result]:
     """Grade the (assignment, student) ``tasks`` of ``course``, ``workers`` at a
-    time, each submission stopped after ``timeout`` seconds (None: no limit);
+    time, each submission stopped after ``timeout`` seconds (None: no limit) and
+    its notebook run in a sandbox with the limits ``sandbox`` (None: none);
     returns the results in the order of ``tasks``."""
     context = multiprocessing.get_context("spawn")  # fresh interpreters
     results: list[Result | None] = [None] * len(tasks)
@@ -179,7 +192,7 @@ def grade_in_workers(
         parent, child = context.Pipe()
         process = context.Process(
             target=_work,
-            args=(child, course, scratch / f"worker-{started}", template),
+            args=(child, course, scratch / f"worker-{started}", template, sandbox),
             daemon=True,
         )
         process.start()

@@ -1,7 +1,7 @@
 """Grading a class with nbgrader, every submission accounted for.
 
     python -m attnlab.grading COURSE ASSIGNMENT [ASSIGNMENT ...] [--csv FILE]
-        [--workers N] [--timeout SECONDS] [--summary FILE]
+        [--workers N] [--timeout SECONDS] [--summary FILE] [--no-sandbox]
     python -m attnlab.grading collect COURSE ASSIGNMENT SOURCE [--map CSV]
 
 For every student and assignment of the nbgrader course folder ``COURSE`` (written
@@ -43,6 +43,7 @@ live only here, never in a notebook that students or their feedback see) and
 from __future__ import annotations
 
 import argparse
+import atexit
 import copy
 import csv
 import json
@@ -50,9 +51,10 @@ import re
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +62,7 @@ import nbformat
 
 from attnlab.exercises._integrity import TAMPERED
 from attnlab.homework import BEGIN_HIDDEN, END_HIDDEN, hidden_tests
+from attnlab.sandbox import DEFAULT_LIMITS, Limits, unavailable, use_sandbox
 
 GRADED, NOT_SUBMITTED, UNGRADABLE = "graded", "not submitted", "could not be graded"
 # COURSE/handed-in/<student>/<assignment>/: a notebook as the student handed it in,
@@ -74,6 +77,11 @@ TIMEOUT_MESSAGE = (
 SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 TIMEOUT_ERRORS = ("TimeoutError", "CellTimeoutError")
 RAISED_INTERRUPT = "raised by the code of this cell, not a time-out"
+NO_SANDBOX = (
+    "Graded without a sandbox (--no-sandbox): each notebook ran as the grading"
+    " user, able to read and change the course folder, the gradebook and other"
+    " students' files."
+)
 
 
 def _grade_id(cell: nbformat.NotebookNode) -> str | None:
@@ -371,16 +379,23 @@ def take_in(
 # --- grading ---
 
 
-def nbgrader_api(course: Path):  # -> nbgrader.apps.NbGraderAPI
+def nbgrader_api(
+    course: Path, sandbox: Limits | None = None, hide: Sequence[Path] = ()
+):  # -> nbgrader.apps.NbGraderAPI
     """nbgrader's Python API for the course folder, configured by its
     ``nbgrader_config.py``: one process grades every submission, without starting
-    nbgrader anew for each."""
+    nbgrader anew for each. With ``sandbox``, every notebook runs in
+    :mod:`attnlab.sandbox` under those limits, ``hide`` (the course) emptied."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
+    if sandbox is not None:
+        scratch = Path(tempfile.mkdtemp(prefix="attnlab-sandbox-"))
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+        use_sandbox(config, scratch, sandbox, [course, *hide])
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 
 
@@ -643,6 +658,7 @@ def grade(
     workers: int = 1,
     timeout: float | None = None,
     summary_path: Path | None = None,
+    sandbox: Limits | None = DEFAULT_LIMITS,
 ) -> list[Result]:
     """Grade every student's submission of each assignment; write the CSV, the class
     summary (default: ``<csv stem>-summary.md`` beside it) and, unless ``quiet``,
@@ -650,8 +666,15 @@ def grade(
 
     With ``workers`` above 1, or a ``timeout`` in seconds per submission, the
     submissions are graded in worker processes (:mod:`attnlab._grading_pool`);
-    otherwise one at a time in this process.
+    otherwise one at a time in this process. Each notebook runs in
+    :mod:`attnlab.sandbox` under the limits ``sandbox``; None grades without a
+    sandbox, and the summary says so.
     """
+    if sandbox is not None and (reason := unavailable()) is not None:
+        raise SystemExit(
+            f"cannot grade in a sandbox: {reason}. Install it, or grade without"
+            " one (--no-sandbox), where submissions can harm each other"
+        )
     tasks = [
         (assignment, student)
         for assignment in assignments
@@ -662,13 +685,16 @@ def grade(
     if workers > 1 or timeout is not None:
         from attnlab._grading_pool import grade_in_workers
 
-        results = grade_in_workers(course, tasks, workers, timeout)
+        results = grade_in_workers(course, tasks, workers, timeout, sandbox)
     else:
-        api = nbgrader_api(course)
+        api = nbgrader_api(course, sandbox)
         results = [grade_submission(api, course, *task) for task in tasks]
     write_csv(results, csv_path)
     summary_path = summary_path or csv_path.with_name(f"{csv_path.stem}-summary.md")
-    summary_path.write_text(summary(results, course))
+    text = summary(results, course)
+    if sandbox is None:
+        text = text.replace("\n", f"\n\n{NO_SANDBOX}\n", 1)
+    summary_path.write_text(text)
     if quiet:
         return results
     print(
@@ -681,6 +707,8 @@ def grade(
             f"{r.student:20} {r.assignment:30} {r.status:20} {points:>6}"
             f" {r.seconds:5.0f}  {r.reason}"
         )
+    if sandbox is None:
+        print(NO_SANDBOX)
     print(f"written to {csv_path} and {summary_path}")
     return results
 
@@ -729,6 +757,12 @@ def main(argv: list[str] | None = None) -> None:
         " gets zero (default: no limit)",
     )
     parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run each notebook as the grading user, without attnlab.sandbox"
+        " (where bubblewrap cannot run; a submission can then harm the others)",
+    )
+    parser.add_argument(
         "--summary",
         type=Path,
         default=None,
@@ -750,6 +784,7 @@ def main(argv: list[str] | None = None) -> None:
         workers=args.workers,
         timeout=args.timeout,
         summary_path=args.summary,
+        sandbox=None if args.no_sandbox else DEFAULT_LIMITS,
     )
 
 
