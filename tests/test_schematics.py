@@ -6,6 +6,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.patches import FancyBboxPatch
 
 from attnlab import schematics
+from attnlab.plot import SMALLEST_PT, rendered_points
 
 matplotlib.use("Agg")
 
@@ -37,6 +38,13 @@ DIAGRAMS = {
         "softmax",
         r"$\mathbf{c} = \sum_t \alpha_t \mathbf{v}_t$",
     ],
+    "key_value_cache": [
+        "without a cache",
+        "with a key/value cache",
+        "cache: kept from earlier steps",
+        r"$\mathbf{q}_{t}$",
+        r"$\mathbf{k}_{t-1}$",
+    ],
 }
 
 
@@ -65,22 +73,6 @@ def test_each_diagram_draws_its_labels_in_the_role_colours(name):
     }
     assert len(legend_names) >= 2
     matplotlib.pyplot.close(fig)
-
-
-# The book shows a figure at its size at 100 dots per inch, scaled down to the 720-pixel text column if wider; a
-# point of text is 100/72 pixels there, and a CSS point 96/72.
-DPI, COLUMN_PX, SMALLEST_PT = 100, 720, 9.0
-
-
-def rendered_points(fig) -> float:
-    """The size of the figure's smallest text as the book shows it, in CSS points."""
-    fig.set_dpi(DPI)
-    fig.canvas.draw()
-    width_px = fig.get_tightbbox(fig.canvas.get_renderer()).width * DPI
-    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title]
-             + (list(ax.get_legend().get_texts()) if ax.get_legend() else []) if t.get_text()]
-    smallest = min(t.get_fontsize() for t in texts)
-    return smallest * DPI / 72 * min(1.0, COLUMN_PX / width_px) * 72 / 96
 
 
 @pytest.mark.parametrize("name", sorted(DIAGRAMS))

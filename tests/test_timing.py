@@ -1,8 +1,10 @@
+import math
 import time
 
 import pytest
+import torch
 
-from attnlab.timing import fastest_seconds
+from attnlab.timing import StepTimes, decoding_step_seconds, fastest_seconds
 
 
 def test_times_are_seconds_per_call_and_keep_their_order():
@@ -50,3 +52,43 @@ def test_bad_settings_are_named(kwargs, message):
 def test_nothing_to_time_is_an_error():
     with pytest.raises(ValueError, match="at least one call"):
         fastest_seconds({})
+
+
+def _tiny_transformer_and_source():
+    from attnlab.transformer import Transformer
+
+    torch.manual_seed(0)
+    model = Transformer(9, 11, d_model=8, n_heads=2, n_layers=1)
+    src = torch.randint(3, 9, (2, 4))
+    return model, src, torch.ones(2, 4, dtype=torch.bool)
+
+
+def test_decoding_step_seconds_times_each_length_with_and_without_the_cache():
+    model, src, src_mask = _tiny_transformer_and_source()
+    model.train()
+    times = decoding_step_seconds(
+        model, src, src_mask, [2, 5], rounds=1, min_run_time=0.002
+    )
+    assert times.lengths == (2, 5)
+    assert len(times.cached) == len(times.uncached) == len(times.ratios) == 2
+    seconds = [*times.cached, *times.uncached, times.overhead]
+    assert all(math.isfinite(s) and s > 0 for s in seconds)
+    assert model.training  # the model is handed back in the mode it came in
+
+
+@pytest.mark.parametrize("lengths", [[], [0, 3], [4, 2], [2, 2]])
+def test_decoding_step_seconds_names_bad_lengths(lengths):
+    model, src, src_mask = _tiny_transformer_and_source()
+    with pytest.raises(
+        ValueError, match="lengths must be increasing output lengths"
+    ):
+        decoding_step_seconds(model, src, src_mask, lengths)
+
+
+def test_the_length_where_the_cache_pays_is_interpolated_in_log_length():
+    times = StepTimes((1, 10, 100), (1.0, 1.0, 1.0), (1.0, 1.5, 3.0), overhead=1.0)
+    assert times.ratios == pytest.approx((1.0, 1.5, 3.0))
+    # the ratio 2 lies a third of the way from 1.5 to 3: a third of a decade above 10
+    assert times.length_where(2.0) == pytest.approx(10 ** (4 / 3))
+    assert times.length_where(1.0) == 1.0
+    assert times.length_where(4.0) is None

@@ -3,7 +3,9 @@ against the band of recorded seeds.
 
 Every function draws on a given (or new) ``matplotlib`` axis, labels its axes, adds a
 colour bar where colour carries a value, and returns the axis so a notebook can add
-to it.
+to it. A new figure is at most ``COLUMN_INCHES`` wide, with text of at least 9
+points, so that the book shows it at full size in its text column:
+``rendered_points`` measures a figure's smallest text as the book shows it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,55 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import MaxNLocator
+
+# The book shows a figure as a PNG of 100 dots per inch cut to its tight bounding box
+# (0.1 inch of padding each side), scaled down to its 720-pixel text column if
+# wider. A point of text is 100/72 pixels there, and a CSS point 96/72 pixels.
+DPI, COLUMN_PX, PAD_INCHES = 100, 720, 0.1
+COLUMN_INCHES = COLUMN_PX / DPI  # 7.2: the widest figure shown at full size
+SMALLEST_PT = 9.0  # the smallest text the book shows, in CSS points
+
+
+def rendered_points(fig: Figure) -> float:
+    """The size of the smallest text drawn in ``fig`` as the book shows it, in CSS
+    points: every visible text (titles, labels, tick labels, legends, colour bars,
+    annotations), scaled down with the figure where it is wider than the column."""
+    fig.set_dpi(DPI)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    sizes: list[float] = []
+
+    def recording(draw: Callable) -> Callable:
+        def record(
+            gc: object, x: float, y: float, s: str, prop: FontProperties, *args, **kw
+        ) -> None:
+            if s.strip():
+                sizes.append(prop.get_size_in_points())
+            draw(gc, x, y, s, prop, *args, **kw)
+
+        return record
+
+    renderer.draw_text = recording(renderer.draw_text)
+    renderer.draw_tex = recording(renderer.draw_tex)
+    try:
+        fig.draw(renderer)
+        width = fig.get_tightbbox(renderer).width + 2 * PAD_INCHES
+    finally:
+        del renderer.draw_text, renderer.draw_tex
+    if not sizes:
+        raise ValueError("the figure draws no text")
+    shown = min(1.0, COLUMN_PX / (width * DPI))
+    return min(sizes) * DPI / 72 * shown * 72 / 96
+
+
+def _columns(n: int, most: int) -> int:
+    """Columns for ``n`` panels at most ``most`` to a row, the rows as even as can
+    be (4 panels: 2 x 2; 5: 3 + 2)."""
+    rows = -(-n // most)
+    return -(-n // rows)
 
 
 def _numpy(x: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -38,11 +88,11 @@ def heatmap(
     w = _numpy(weights)
     if w.ndim != 2:
         raise ValueError(f"weights must have shape (Tq, Tk), got {w.shape}")
-    if ax is None:
+    if ax is None:  # at most the column's width (labels that do not fit are turned)
         _, ax = plt.subplots(
             figsize=(
-                max(3.0, 0.35 * w.shape[1] + 1.5),
-                max(2.5, 0.35 * w.shape[0] + 1.0),
+                min(COLUMN_INCHES, max(3.0, 0.35 * w.shape[1] + 1.5)),
+                min(9.0, max(2.5, 0.35 * w.shape[0] + 1.0)),
             )
         )
     image = ax.imshow(
@@ -162,17 +212,19 @@ def weighting_panels(
     title: str | None = None,
 ) -> plt.Figure:
     """Weightings over memory rows ``{label: (N,)}`` as small bar charts side by
-    side, sharing the y axis.
+    side, sharing the y axis: at most three to a row unless ``ncols`` says otherwise
+    (four panels make a 2 x 2 grid, five a row of three and one of two), the figure
+    never wider than the book's column.
 
     Made for before/after pictures of an addressing step (e.g. one panel per value of
     a parameter).
     """
-    ncols = ncols or len(panels)
+    ncols = ncols or _columns(len(panels), most=3)
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(
         nrows,
         ncols,
-        figsize=(2.6 * ncols, 2.1 * nrows + 0.4),
+        figsize=(min(COLUMN_INCHES, 2.3 * ncols + 0.4), 2.1 * nrows + 0.4),
         sharey=True,
         squeeze=False,
     )
@@ -192,7 +244,7 @@ def weighting_panels(
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel)
     for ax in list(axes.flat)[len(panels) :]:
-        ax.set_visible(False)
+        ax.remove()
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -217,8 +269,10 @@ def sequence_images(
 
     Used for the bits of a copy-task sequence (input, target, output) and for a
     head's weighting over the memory rows at every time step. Panels are stacked (or
-    placed ``side_by_side``); the channels are numbered from ``y_start`` on the y
-    axis (e.g. negative for memory rows counted backwards from row 0).
+    placed ``side_by_side``, two to a row: more wrap into further rows, so the
+    figure stays within the book's column); the channels are numbered from
+    ``y_start`` on the y axis (e.g. negative for memory rows counted backwards from
+    row 0).
     """
     arrays = {label: _numpy(x) for label, x in panels.items()}
     for label, x in arrays.items():
@@ -228,16 +282,32 @@ def sequence_images(
             )
     n = len(arrays)
     longest = max(x.shape[0] for x in arrays.values())
-    width = min(13.0, max(5.0, 0.12 * longest + 2.5))
+    width = min(COLUMN_INCHES, max(5.0, 0.12 * longest + 2.5))
     if side_by_side:
+        ncols = _columns(n, most=2)
+        nrows = -(-n // ncols)
         fig, axes = plt.subplots(
-            1, n, figsize=(min(13.0, width * n * 0.6), height + 1.0), squeeze=False
+            nrows,
+            ncols,
+            figsize=(
+                min(COLUMN_INCHES, width * ncols * 0.6),
+                (height + 1.0) * nrows,
+            ),
+            squeeze=False,
+            layout="constrained",  # the colour bar inside the figure's width
         )
     else:
         fig, axes = plt.subplots(
-            n, 1, figsize=(width, height * n + 0.6), squeeze=False
+            n,
+            1,
+            figsize=(width, height * n + 0.6),
+            squeeze=False,
+            layout="constrained",
         )
-    for ax, (label, x) in zip(axes.flat, arrays.items(), strict=True):
+    for ax in list(axes.flat)[n:]:  # the empty end of the last row
+        ax.remove()
+    axes = list(axes.flat)[:n]
+    for ax, (label, x) in zip(axes, arrays.items(), strict=True):
         image = ax.imshow(
             x.T,
             cmap="viridis",
@@ -256,12 +326,10 @@ def sequence_images(
         ax.set_title(label, fontsize=10)
         ax.set_ylabel(ylabel)
         ax.set_xlabel(xlabel)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.tight_layout()
-    fig.colorbar(
-        image, ax=list(axes.flat), label=cbar_label, fraction=0.03, pad=0.02
-    )
+        # as many whole-number ticks as fit the axis at the labels' size
+        ax.xaxis.set_major_locator(MaxNLocator(nbins="auto", integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins="auto", integer=True))
+    fig.colorbar(image, ax=axes, label=cbar_label, fraction=0.03, pad=0.02)
     if title:
         fig.suptitle(title)
     return fig
@@ -296,7 +364,7 @@ def _closed_paths(
     ax.set_xlabel("x")
     ax.set_ylabel("y")
     ax.legend(
-        fontsize=8,
+        fontsize=9,
         loc="upper left",
         bbox_to_anchor=(0.0, -0.18),
         ncol=1,
@@ -328,7 +396,7 @@ def tours(
     if number_cities:
         for i, (x, y) in enumerate(xy):
             ax.annotate(
-                str(i), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7
+                str(i), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9
             )
     if title:
         ax.set_title(title)
@@ -419,7 +487,7 @@ def pointer_distributions(
                 0.0,
                 -0.2 if x_labels is None or len(x_labels) <= 12 else -0.35,
             ),
-            fontsize=8,
+            fontsize=9,
             frameon=False,
         )
     return ax

@@ -767,3 +767,61 @@ def soft_vs_hard(n_source: int = 5, chosen: int = 2) -> Figure:
     )
     fig.tight_layout()
     return fig
+
+
+def key_value_cache() -> Figure:
+    """One decoder step writing word ``t``, in one layer's self-attention: without a
+    cache (left) it computes the keys, values and queries of all ``t`` positions
+    again and keeps the last position's output; with a key/value cache (right) it
+    projects the one new position, adds its key and value to the cache and attends
+    over the ``t`` keys."""
+    fig, ax = _canvas(14.0, 7.0, (7.0, 3.5))
+    columns = ["1", "2", "t-1", "t"]
+    panels = [
+        (0.2, "without a cache", "all $t$ positions computed again"),
+        (7.2, "with a key/value cache", "one new position, $t$ keys read"),
+    ]
+    for left, title, remark in panels:
+        cached = left > 1.0
+        xs = [left + x for x in (0.8, 2.1, 3.9, 5.7)]
+        _note(ax, left + 3.3, 6.75, title, ha="center", va="center", size=10)
+        _note(ax, left + 3.3, 6.3, remark, ha="center", va="center", size=9)
+        _note(ax, (xs[1] + xs[2]) / 2, 1.9, r"$\cdots$", ha="center", size=10)
+        if cached:  # the keys and values of the earlier positions, kept
+            _box(ax, left + 2.35, 2.0, "", "memory", w=4.3, h=1.7)
+            _note(
+                ax,
+                left + 2.35,
+                0.6,
+                "cache: kept from earlier steps",
+                ha="center",
+                va="center",
+            )
+            _arrow(ax, (xs[3] - 0.5, 2.0), (left + 4.5, 2.0), dashed=True)
+        for i, (x, j) in enumerate(zip(xs, columns, strict=True)):
+            new = i == len(columns) - 1
+            if new or not cached:  # the positions this step computes
+                _box(ax, x, 0.6, rf"$\mathbf{{x}}_{{{j}}}$", "input", h=0.5)
+                _arrow(ax, (x, 0.85), (x, 1.35))
+                role = "query" if new else "state"
+                _box(ax, x, 3.45, rf"$\mathbf{{q}}_{{{j}}}$", role, h=0.5)
+            _box(ax, x, 1.6, rf"$\mathbf{{k}}_{{{j}}}$", "key", h=0.5)
+            _box(ax, x, 2.4, rf"$\mathbf{{v}}_{{{j}}}$", "value", h=0.5)
+            _bars(
+                ax, x - 0.4, 3.95, [(0.15, 0.2, 0.25, 0.4)[i]], width=0.8, height=2.0
+            )
+        output = r"$\mathbf{o}_t = \Sigma_j\, \alpha_{tj} \mathbf{v}_j$"
+        _box(ax, xs[3] - 0.7, 5.55, output, "output", w=2.4, h=0.55, size=9)
+        _arrow(ax, (xs[3], 3.7), (xs[3], 5.27))
+    _legend(
+        ax,
+        ["input", "query", "key", "value", "weight", "output", "memory", "state"],
+        columns=4,
+        input="layer inputs",
+        value="values",
+        weight=r"weights of $\mathbf{q}_t$",
+        memory="cache",
+        state="computed, discarded",
+    )
+    fig.tight_layout()
+    return fig
