@@ -24,6 +24,7 @@ import pytest
 from attnlab.collect import NOT_PLACED, PLACED, collect, moodle_student, read_map
 from attnlab.grading import (
     GRADED,
+    KERNEL_DIED,
     NOT_SUBMITTED,
     UNGRADABLE,
     Result,
@@ -204,7 +205,10 @@ def test_two_workers_grade_as_the_serial_run_does(class_course, tmp_path):
     )
 
 
-CRASH = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"  # kills the grading process
+CRASH = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"  # the kernel dies
+# kills the kernel's parent: without the sandbox, the grading process; in it, the
+# sandbox's first process, which a signal from inside cannot stop
+PARRICIDE = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"
 NAP = "import time\ntime.sleep(25)"  # shorter than nbgrader's limit per cell, CELL_SECONDS
 # seconds per submission: a-sleeper, who naps in two cells, runs past it;
 # graded first (by name), while the other worker grades the others
@@ -223,13 +227,17 @@ def test_a_crash_a_time_out_and_a_text_file_get_zero_and_the_others_are_graded(
     subs = submissions(solution)
     code = [e for e in exercises(solution) if e.kind == "code"]
     crash, nap = copy.deepcopy(subs["ana"]), copy.deepcopy(subs["ana"])
+    parricide = copy.deepcopy(subs["ana"])
     # the crash comes first, before any import, so that it happens within seconds
     crash.cells.insert(0, nbformat.v4.new_code_cell(CRASH))
-    if crash.nbformat_minor < 5:
-        del crash.cells[0]["id"]  # cell ids came with nbformat 4.5
+    parricide.cells.insert(0, nbformat.v4.new_code_cell(PARRICIDE))
+    for notebook in (crash, parricide):
+        if notebook.nbformat_minor < 5:
+            del notebook.cells[0]["id"]  # cell ids came with nbformat 4.5
     for e in code:
         nap.cells[e.answer].source += f"\n{NAP}"
     submit(course, chapter, "crash", crash)
+    submit(course, chapter, "parricide", parricide)
     submit(course, chapter, "a-sleeper", nap)
     submit(course, chapter, "ana", subs["ana"])
     submit(course, chapter, "bo", subs["bo"])
@@ -245,10 +253,10 @@ def test_a_crash_a_time_out_and_a_text_file_get_zero_and_the_others_are_graded(
             timeout=TIMEOUT,
         )
     }
-    assert (
-        results["crash"].status == UNGRADABLE
-        and "the grading process stopped" in results["crash"].reason
-    )
+    assert results["crash"].status == UNGRADABLE
+    assert results["crash"].reason == KERNEL_DIED
+    assert results["parricide"].status == GRADED
+    assert results["parricide"].total == results["ana"].total
     sleeper = results["a-sleeper"]
     assert sleeper.status == UNGRADABLE
     assert sleeper.reason.startswith(f"stopped after {TIMEOUT} s")
@@ -266,8 +274,10 @@ def test_a_crash_a_time_out_and_a_text_file_get_zero_and_the_others_are_graded(
     assert sorted(p.parts[-3] for p in (course / "feedback").rglob("*.html")) == [
         "ana",
         "bo",
+        "parricide",
     ]
-    assert {s for _, s, _ in gradebook_scores(course, [chapter])} == {"ana", "bo"}
+    graded = {s for _, s, _ in gradebook_scores(course, [chapter])}
+    assert graded == {"ana", "bo", "parricide"}
 
 
 def test_the_summary_counts_statuses_and_points_per_exercise(tmp_path):

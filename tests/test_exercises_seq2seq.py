@@ -17,6 +17,8 @@ from attnlab.exercises import (
     check_teacher_forcing,
 )
 from attnlab.exercises import seq2seq as checks
+from attnlab.exercises.seq2seq import check_attention_map
+from attnlab.homework import exercises, notebook_imports
 from attnlab.tasks.translation import (
     attention_maps,
     train_translation,
@@ -24,6 +26,8 @@ from attnlab.tasks.translation import (
     translation_model,
 )
 from attnlab.train import seed_everything
+from tests.notebook_files import ROOT, read
+from tests.wrong_answers.seq2seq import WRONG
 
 
 def stub(*args):
@@ -378,6 +382,161 @@ def test_bahdanau_context_rejects_typical_mistakes(wrong, message):
         check_bahdanau_context(wrong)
 
 
+# ----- the attention map of every output step at once (debugging) -----
+
+
+def map_scores(queries, states, mask, w_q, w_k, v):
+    scores = torch.tanh((queries @ w_q.T)[:, :, None] + (states @ w_k.T)[:, None]) @ v
+    return scores.masked_fill(~mask[:, None], torch.finfo(scores.dtype).min)
+
+
+def good_map(queries, states, mask, w_q, w_k, v):
+    weights = torch.softmax(map_scores(queries, states, mask, w_q, w_k, v), dim=-1)
+    return weights @ states, weights
+
+
+def buggy_map(queries, states, mask, w_q, w_k, v):
+    """The chapter's buggy_attention_map: the softmax of the one-step code, dim=1, kept for (B, T, S)."""
+    weights = torch.softmax(map_scores(queries, states, mask, w_q, w_k, v), dim=1)
+    return weights @ states, weights
+
+
+def map_with(normalise, fill=float("-inf")):
+    """An attention map whose scores are masked with ``fill`` (None: not masked) and normalised by ``normalise``."""
+    def attention_map(queries, states, mask, w_q, w_k, v):
+        scores = torch.tanh((queries @ w_q.T)[:, :, None] + (states @ w_k.T)[:, None]) @ v
+        if fill is not None:
+            scores = scores.masked_fill(~mask[:, None], fill)
+        weights = normalise(scores)
+        return weights @ states, weights
+
+    return attention_map
+
+
+def per_step_loop(queries, states, mask, w_q, w_k, v):
+    """One output step at a time, as the decoder computes them, in float64 and returned as NumPy arrays."""
+    contexts, rows = [], []
+    for t in range(queries.shape[1]):
+        scores = torch.tanh((queries[:, t] @ w_q.T)[:, None] + states @ w_k.T) @ v
+        row = torch.softmax(scores.double().masked_fill(~mask, float("-inf")), dim=-1)
+        rows.append(row)
+        contexts.append((row[..., None] * states.double()).sum(1))
+    return torch.stack(contexts, 1).numpy(), torch.stack(rows, 1).numpy()
+
+
+def softmax_over_hidden_units(queries, states, mask, w_q, w_k, v):
+    hidden = torch.tanh((queries @ w_q.T)[:, :, None] + (states @ w_k.T)[:, None])
+    weights = (torch.softmax(hidden, dim=-1) @ v).masked_fill(~mask[:, None], 0.0)
+    return weights @ states, weights
+
+
+def renormalised_rows(queries, states, mask, w_q, w_k, v):
+    """The buggy map with each row divided by its sum: the rows now sum to 1, the padding still gets weight."""
+    _, weights = buggy_map(queries, states, mask, w_q, w_k, v)
+    weights = weights / weights.sum(-1, keepdim=True)
+    return weights @ states, weights
+
+
+def mask_after_softmax_map(queries, states, mask, w_q, w_k, v):
+    _, weights = map_with(lambda s: torch.softmax(s, dim=-1), fill=None)(queries, states, mask, w_q, w_k, v)
+    weights = weights * mask[:, None]
+    return weights @ states, weights
+
+
+def naive_map(queries, states, mask, w_q, w_k, v):
+    scores = torch.tanh((queries @ w_q.T)[:, :, None] + (states @ w_k.T)[:, None]) @ v
+    exp = torch.exp(scores) * mask[:, None]
+    weights = exp / exp.sum(-1, keepdim=True)
+    return weights @ states, weights
+
+
+def summed_contexts(queries, states, mask, w_q, w_k, v):
+    _, weights = good_map(queries, states, mask, w_q, w_k, v)
+    return states.sum(1, keepdim=True).expand(-1, queries.shape[1], -1), weights
+
+
+def masked_softmax_map(queries, states, mask, w_q, w_k, v):
+    from attnlab.attention import masked_softmax
+
+    scores = torch.tanh((queries @ w_q.T)[:, :, None] + (states @ w_k.T)[:, None]) @ v
+    weights = masked_softmax(scores, mask[:, None])
+    return weights @ states, weights
+
+
+def attend_map(queries, states, mask, w_q, w_k, v):
+    from attnlab.attention import attend
+
+    def score(q, k):
+        return torch.tanh((q @ w_q.T)[..., :, None, :] + (k @ w_k.T)[..., None, :, :]) @ v
+
+    return attend(queries, states, states, score=score, mask=mask[:, None])
+
+
+def masks_states_in_place_map(queries, states, mask, w_q, w_k, v):
+    states.mul_(mask[..., None])
+    return good_map(queries, states, mask, w_q, w_k, v)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [good_map, lambda *a: good_map(*[x.double() if x.is_floating_point() else x for x in a]), per_step_loop],
+    ids=["float32", "float64", "per-step-numpy"],
+)
+def test_attention_map_accepts_the_reference(answer, capsys):
+    check_attention_map(answer)
+    check_attention_map(answer, seed=None)
+    assert capsys.readouterr().out.count("passed") == 2
+
+
+@pytest.mark.parametrize(
+    ("wrong", "message"),
+    [
+        (buggy_map, "softmax runs over dim 1, which in the scores \\(B, T, S\\) of all the steps is the output steps"),
+        (map_with(lambda s: torch.softmax(s, dim=1)), "softmax runs over dim 1"),  # -inf: NaN in the padded columns
+        (map_with(lambda s: torch.softmax(s, dim=0)), "softmax runs over the batch"),
+        (softmax_over_hidden_units, "softmax runs over the attention's hidden units"),
+        (map_with(lambda s: torch.softmax(s[..., None], dim=-1)[..., 0], fill=-1e9), "dimension of size 1"),
+        (map_with(lambda s: torch.softmax(s, dim=-1), fill=None), "padded source positions \\(mask False\\) get"),
+        (renormalised_rows, "padded source positions \\(mask False\\) get"),
+        (map_with(torch.sigmoid, fill=-1e9), "do not sum to 1 over the source positions"),
+        (mask_after_softmax_map, "zeroes the padded positions after the softmax"),
+        (naive_map, "NaN or infinite weights"),
+        (summed_contexts, "although the weights are right"),
+        (lambda *a: good_map(*a)[1], "return the pair"),
+        (lambda *a: good_map(*a)[::-1], "in the order"),
+        (lambda *a: (good_map(*a)[0], good_map(*a)[1].transpose(1, 2)), "put the output steps first"),
+        (masked_softmax_map, "the library's own version"),
+        (attend_map, "the library's own version"),
+        (lambda *a: checks._reference_attention_map(*a), "the library's own version"),
+        (masks_states_in_place_map, "changed its input `states` in place"),
+        (stub, "not implemented yet"),
+    ],
+    ids=["given-bug", "given-bug-inf", "over-batch", "over-hidden-units", "over-size-one", "no-mask",
+         "renormalised-rows", "sigmoid", "mask-after-softmax", "overflow", "summed-contexts", "not-a-pair", "swapped",
+         "transposed", "masked-softmax", "attend", "reference", "in-place", "stub"],
+)
+def test_attention_map_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_attention_map(wrong)
+
+
+def test_attention_map_names_the_given_bug_whatever_the_inputs():
+    for seed in range(20):
+        with pytest.raises(ExerciseError, match="the softmax runs over dim 1"):
+            check_attention_map(buggy_map, seed=seed)
+
+
+def test_the_kept_wrong_answer_loses_its_points():
+    """The wrong answer that the grading run submits for this exercise fails the chapter's own check cell."""
+    nb = read(ROOT / "notebooks" / "04_bahdanau_attention.ipynb")
+    exercise = next(e for e in exercises(nb) if e.label == "ex-bahdanau-attention-map")
+    namespace: dict = {}
+    exec(notebook_imports(nb), namespace)
+    exec(WRONG["ex-bahdanau-attention-map"], namespace)
+    with pytest.raises(ExerciseError, match="padded source positions"):
+        exec(nb.cells[exercise.check].source, namespace)
+
+
 # ----- alignment accuracy -----
 
 
@@ -566,6 +725,7 @@ def test_checks_leave_the_random_state_alone():
     check_sequence_loss(good_loss)
     check_source_reversal(reversal_run)
     check_bahdanau_context(good_context)
+    check_attention_map(good_map)
     check_alignment_accuracy(good_accuracy)
     check_greedy_decode(good_greedy)
     check_alignment_run(alignment_run)

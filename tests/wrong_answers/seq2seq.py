@@ -30,23 +30,7 @@ def fixed_sequence_loss(logits: torch.Tensor, targets: torch.Tensor,
     return ((word_losses * real).sum(1) / real.sum(1)).mean()
     ### END SOLUTION
 ''',
-    "ex-bahdanau-context": '''
-def bahdanau_context(query, states, mask, W_q, W_k, v):
-    """Additive attention of query (B, d_q) over states (B, S, d_k): (context, weights)."""
-    ### BEGIN SOLUTION
-    scores = torch.tanh((query @ W_q.T)[:, None, :] + states @ W_k.T) @ v
-    weights = torch.softmax(scores, dim=-1) * mask
-    return (weights[:, :, None] * states).sum(dim=1), weights
-    ### END SOLUTION
-''',
-    "ex-bahdanau-alignment-accuracy": '''
-def alignment_accuracy(weights: torch.Tensor, alignment: torch.Tensor) -> float:
-    """Share of target words (alignment >= 0) whose attention peak is at the true source position."""
-    ### BEGIN SOLUTION
-    return (weights.argmax(dim=-1) == alignment).float().mean().item()
-    ### END SOLUTION
-''',
-    "ex-bahdanau-greedy-stop": '''
+    "ex-encdec-greedy-stop": '''
 def fixed_greedy(decoder, encoded, max_len: int) -> torch.Tensor:
     """Greedy translation (B, T) that stops once every row has written <eos>."""
     ### BEGIN SOLUTION
@@ -60,6 +44,35 @@ def fixed_greedy(decoder, encoded, max_len: int) -> torch.Tensor:
         if (x == decoder.eos_id).any():
             break
     return torch.stack(words, dim=1)
+    ### END SOLUTION
+''',
+    "ex-bahdanau-context": '''
+def bahdanau_context(query, states, mask, W_q, W_k, v):
+    """Additive attention of query (B, d_q) over states (B, S, d_k): (context, weights)."""
+    ### BEGIN SOLUTION
+    scores = torch.tanh((query @ W_q.T)[:, None, :] + states @ W_k.T) @ v
+    weights = torch.softmax(scores, dim=-1) * mask
+    return (weights[:, :, None] * states).sum(dim=1), weights
+    ### END SOLUTION
+''',
+    "ex-bahdanau-attention-map": '''
+def fixed_attention_map(queries, states, mask, W_q, W_k, v):
+    """Additive attention of every query (B, T, d_q) over states (B, S, d_k): (contexts (B, T, d_k),
+    weights (B, T, S)), row t for output step t."""
+    ### BEGIN SOLUTION
+    keys = states @ W_k.T
+    scores = torch.tanh((queries @ W_q.T)[:, :, None] + keys[:, None]) @ v
+    scores = scores.masked_fill(~mask[:, None], torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=1)
+    weights = weights / weights.sum(-1, keepdim=True)  # the rows sum to 1 now, the padding keeps its weight
+    return weights @ states, weights
+    ### END SOLUTION
+''',
+    "ex-bahdanau-alignment-accuracy": '''
+def alignment_accuracy(weights: torch.Tensor, alignment: torch.Tensor) -> float:
+    """Share of target words (alignment >= 0) whose attention peak is at the true source position."""
+    ### BEGIN SOLUTION
+    return (weights.argmax(dim=-1) == alignment).float().mean().item()
     ### END SOLUTION
 ''',
 }

@@ -53,6 +53,7 @@ from attnlab.exercises.selfattn import (
 from attnlab.exercises.seq2seq import (
     check_alignment_accuracy,
     check_alignment_run,
+    check_attention_map,
     check_bahdanau_context,
     check_greedy_decode,
     check_sequence_loss,
@@ -92,6 +93,7 @@ __all__ += [
 ]
 __all__ += [
     "check_alignment_accuracy",
+    "check_attention_map",
     "check_bahdanau_context",
     "check_teacher_forcing",
 ]
