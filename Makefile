@@ -66,7 +66,7 @@ offline: $(STAMP)
 # students' edition.
 browser-test: $(STAMP)
 	ATTNLAB_REQUIRE_BOOK=1 $(BIN)/pytest tests/test_book_in_browser.py tests/test_explorables_in_book.py tests/test_links.py \
-		tests/test_student_edition.py -p no:cacheprovider
+		tests/test_student_edition.py tests/test_page_weight.py -p no:cacheprovider
 
 # Two pytest workers (pytest-xdist), each test file and each notebook on one of them, one thread each.
 test: $(STAMP)
