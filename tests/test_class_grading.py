@@ -24,7 +24,6 @@ import pytest
 from attnlab.collect import NOT_PLACED, PLACED, collect, moodle_student, read_map
 from attnlab.grading import (
     GRADED,
-    KERNEL_DIED,
     NOT_SUBMITTED,
     UNGRADABLE,
     Result,
@@ -205,17 +204,15 @@ def test_two_workers_grade_as_the_serial_run_does(class_course, tmp_path):
     )
 
 
-CRASH = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"  # the kernel dies
+CRASH = "import os\nos._exit(3)"  # the kernel dies in this cell
 # kills the kernel's parent: without the sandbox, the grading process; in it, the
 # sandbox's first process, which a signal from inside cannot stop
 PARRICIDE = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"
-NAP = "import time\ntime.sleep(25)"  # shorter than nbgrader's limit per cell, CELL_SECONDS
-# seconds per submission: a-sleeper, who naps in two cells, runs past it;
-# graded first (by name), while the other worker grades the others
-TIMEOUT = 45
+NAP = "import time\ntime.sleep(60)"  # longer than the limit per cell, TIMEOUT
+TIMEOUT = 20
 
 
-def test_a_crash_a_time_out_and_a_text_file_get_zero_and_the_others_are_graded(
+def test_a_crash_a_loop_and_a_text_file_cost_only_their_own_points(
     released_course, tmp_path
 ):
     course = tmp_path / "course"
@@ -225,23 +222,22 @@ def test_a_crash_a_time_out_and_a_text_file_get_zero_and_the_others_are_graded(
         nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4)
     )
     subs = submissions(solution)
-    code = [e for e in exercises(solution) if e.kind == "code"]
+    first = next(e for e in exercises(solution) if e.kind == "code")
     crash, nap = copy.deepcopy(subs["ana"]), copy.deepcopy(subs["ana"])
     parricide = copy.deepcopy(subs["ana"])
-    # the crash comes first, before any import, so that it happens within seconds
-    crash.cells.insert(0, nbformat.v4.new_code_cell(CRASH))
+    # in the first answer, before its function is defined: that exercise fails
+    crash.cells[first.answer].source = f"{CRASH}\n" + crash.cells[first.answer].source
+    nap.cells[first.answer].source = f"{NAP}\n" + nap.cells[first.answer].source
     parricide.cells.insert(0, nbformat.v4.new_code_cell(PARRICIDE))
-    for notebook in (crash, parricide):
-        if notebook.nbformat_minor < 5:
-            del notebook.cells[0]["id"]  # cell ids came with nbformat 4.5
-    for e in code:
-        nap.cells[e.answer].source += f"\n{NAP}"
+    if parricide.nbformat_minor < 5:
+        del parricide.cells[0]["id"]  # cell ids came with nbformat 4.5
     submit(course, chapter, "crash", crash)
     submit(course, chapter, "parricide", parricide)
     submit(course, chapter, "a-sleeper", nap)
     submit(course, chapter, "ana", subs["ana"])
     submit(course, chapter, "bo", subs["bo"])
     submit(course, chapter, "fay", subs["fay"])
+    roster = ["ana", "bo", "crash", "parricide", "fay", "hal"]  # hal: no submission
     results = {
         r.student: r
         for r in grade(
@@ -251,33 +247,57 @@ def test_a_crash_a_time_out_and_a_text_file_get_zero_and_the_others_are_graded(
             quiet=True,
             workers=2,
             timeout=TIMEOUT,
+            roster=roster,
         )
     }
-    assert results["crash"].status == UNGRADABLE
-    assert results["crash"].reason == KERNEL_DIED
+    full = results["ana"].total
+    assert results["ana"].status == GRADED and full > 0
+    check = f"{first.label}-check"
+    for student, note in (("crash", "Python stopped in"), ("a-sleeper", "time-out in")):
+        result = results[student]
+        assert result.status == GRADED, (student, result.reason)
+        assert f"{note} {first.label}" in result.reason
+        assert result.points[check] == 0
+        assert result.total == full - first.points
+    assert "not on the roster" in results["a-sleeper"].reason
     assert results["parricide"].status == GRADED
-    assert results["parricide"].total == results["ana"].total
-    sleeper = results["a-sleeper"]
-    assert sleeper.status == UNGRADABLE
-    assert sleeper.reason.startswith(f"stopped after {TIMEOUT} s")
+    assert results["parricide"].total == full
+    assert results["hal"].status == NOT_SUBMITTED
     assert results["fay"].status == UNGRADABLE and results["fay"].reason.startswith(
         "not a notebook"
     )
-    assert (
-        results["ana"].status == results["bo"].status == GRADED
-        and results["ana"].total > 0
-    )
     rows = {r["student"]: r for r in csv.DictReader(open(course / "grades.csv"))}
-    zeros = [rows[s]["total"] for s in ("crash", "a-sleeper", "fay", "bo")]
-    assert zeros == ["0"] * 4
-    assert rows["a-sleeper"]["reason"] == sleeper.reason
+    assert [rows[s]["total"] for s in ("fay", "bo", "hal")] == ["0"] * 3
     assert sorted(p.parts[-3] for p in (course / "feedback").rglob("*.html")) == [
+        "a-sleeper",
         "ana",
         "bo",
+        "crash",
         "parricide",
     ]
-    graded = {s for _, s, _ in gradebook_scores(course, [chapter])}
-    assert graded == {"ana", "bo", "parricide"}
+
+
+def test_the_same_limits_hold_serially(released_course, tmp_path):
+    """A loop and a crash cost the same points in one process as with workers."""
+    course = tmp_path / "course"
+    shutil.copytree(released_course, course)
+    chapter = CHAPTERS[0]
+    solution = cut(
+        nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4)
+    )
+    subs = submissions(solution)
+    first = next(e for e in exercises(solution) if e.kind == "code")
+    nap = copy.deepcopy(subs["ana"])
+    nap.cells[first.answer].source = f"{NAP}\n{CRASH}\n" + nap.cells[first.answer].source
+    submit(course, chapter, "ana", subs["ana"])
+    submit(course, chapter, "a-sleeper", nap)
+    results = {
+        r.student: r
+        for r in grade(course, [chapter], course / "grades.csv", quiet=True, timeout=TIMEOUT)
+    }
+    sleeper = results["a-sleeper"]
+    assert sleeper.status == GRADED and f"time-out in {first.label}" in sleeper.reason
+    assert sleeper.total == results["ana"].total - first.points
 
 
 def test_the_summary_counts_statuses_and_points_per_exercise(tmp_path):

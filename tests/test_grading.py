@@ -20,7 +20,9 @@ from attnlab.grading import (
     add_hidden_tests,
     explain_errors,
     handed_in,
+    read_roster,
     take_in,
+    timeout_message,
     write_csv,
 )
 from attnlab.homework import BEGIN_HIDDEN, release
@@ -258,3 +260,26 @@ def test_the_csv_has_a_row_per_submission_with_its_status(tmp_path):
         ("cy", NOT_SUBMITTED, "", "0"),
     ]
     assert rows[0]["ex-a-check"] == "2" and rows[0]["ex-b"] == ""
+
+
+def test_a_time_out_keeps_the_limit_it_was_given():
+    nb = released()
+    given = timeout_message(20)
+    nb.cells[2].outputs = [error("KeyboardInterrupt", ""), error("TimeoutError", given)]
+    nb, _ = explain_errors(nb, {})
+    assert [(o.ename, o.evalue) for o in nb.cells[2].outputs] == [("TimeoutError", given)]
+    assert "20 s" in given and given != TIMEOUT_MESSAGE
+
+
+@pytest.mark.parametrize("text", ["student,name\nana,Ana\nbo,Bo\n", "ana\nbo\n\n", "ana,x\n bo ,y\n"])
+def test_a_roster_is_read_with_or_without_a_header(tmp_path, text):
+    path = tmp_path / "roster.csv"
+    path.write_text(text)
+    assert read_roster(path) == ["ana", "bo"]
+
+
+def test_an_empty_roster_is_refused(tmp_path):
+    path = tmp_path / "roster.csv"
+    path.write_text("\n")
+    with pytest.raises(ValueError, match="expected student ids"):
+        read_roster(path)

@@ -46,6 +46,8 @@ def test_the_command_binds_read_only_hides_the_course_and_unshares(tmp_path):
     pairs = list(zip(argv, argv[1:], strict=False))
     assert ("--tmpfs", str(course)) in pairs
     assert ("--tmpfs", "/tmp") in pairs
+    first_bind = min(i for i, a in enumerate(argv) if a in ("--bind", "--ro-bind"))
+    assert argv.index("/tmp") < first_bind  # what is bound may lie inside /tmp
     writable = [b for a, b in pairs if a == "--bind"]
     assert writable == [str(tmp_path / "sockets")]  # nothing else is writable
     package = Path(attnlab.__file__).resolve().parent

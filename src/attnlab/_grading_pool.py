@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
+import nbformat
+
 from attnlab.grading import (
     UNGRADABLE,
     Result,
@@ -122,14 +124,16 @@ def _work(
     work: Path,
     template: Path,
     sandbox: Limits | None,
+    cell_seconds: float | None,
 ) -> None:
     """A worker process: grade each (assignment, student) received on
     ``connection`` in the folder ``work``, each notebook in a sandbox with the
-    limits ``sandbox`` (None: none); send back (Result, record or None)."""
+    limits ``sandbox`` (None: none) and ``cell_seconds`` per cell (None: the
+    course's); send back (Result, record or None)."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # the kernels share the cores
     warnings.filterwarnings("ignore", message=".*not in session.*")
     _work_folder(course, work, template)
-    api = nbgrader_api(work, sandbox, hide=[course])
+    api = nbgrader_api(work, sandbox, hide=[course], cell_seconds=cell_seconds)
     while (task := connection.recv()) is not None:
         assignment, student = task
         start = time.perf_counter()
@@ -153,6 +157,14 @@ def _work(
         connection.send((result, record))
 
 
+def _code_cells(course: Path, assignment: str) -> int:
+    """How many code cells the released notebook of ``assignment`` has."""
+    path = course / "release" / assignment / f"{assignment}.ipynb"
+    return sum(
+        c.cell_type == "code" for c in nbformat.read(path, as_version=4).cells
+    )
+
+
 @dataclass
 class _Worker:
     process: multiprocessing.process.BaseProcess
@@ -169,9 +181,11 @@ def grade_in_workers(
     sandbox: Limits | None = DEFAULT_LIMITS,
 ) -> list[Result]:
     """Grade the (assignment, student) ``tasks`` of ``course``, ``workers`` at a
-    time, each submission stopped after ``timeout`` seconds (None: no limit) and
-    its notebook run in a sandbox with the limits ``sandbox`` (None: none);
-    returns the results in the order of ``tasks``."""
+    time, each cell stopped after ``timeout`` seconds (None: the course's limit)
+    and each notebook run in a sandbox with the limits ``sandbox`` (None: none);
+    returns the results in the order of ``tasks``. With a ``timeout``, a worker
+    still busy after that long for every code cell of the notebook, and two more,
+    is killed."""
     context = multiprocessing.get_context("spawn")  # fresh interpreters
     results: list[Result | None] = [None] * len(tasks)
     pending = list(range(len(tasks)))
@@ -185,6 +199,11 @@ def grade_in_workers(
             source.backup(copy)
     started = 0
     slots: list[_Worker | None] = [None] * max(1, workers)
+    cells = {assignment: _code_cells(course, assignment) for assignment, _ in tasks}
+
+    def limit(worker: _Worker) -> float:
+        """Seconds after which the worker's submission is stopped."""
+        return timeout * (cells[tasks[worker.task][0]] + 2)
 
     def start() -> _Worker:
         nonlocal started
@@ -192,7 +211,14 @@ def grade_in_workers(
         parent, child = context.Pipe()
         process = context.Process(
             target=_work,
-            args=(child, course, scratch / f"worker-{started}", template, sandbox),
+            args=(
+                child,
+                course,
+                scratch / f"worker-{started}",
+                template,
+                sandbox,
+                timeout,
+            ),
             daemon=True,
         )
         process.start()
@@ -228,7 +254,7 @@ def grade_in_workers(
             busy = [(s, w) for s, w in enumerate(slots) if w and w.task is not None]
             deadline = None
             if timeout is not None:
-                deadline = min(w.started + timeout for _, w in busy)
+                deadline = min(w.started + limit(w) for _, w in busy)
                 deadline = max(0.0, deadline - time.perf_counter())
             wait(
                 [w.connection for _, w in busy]
@@ -253,12 +279,13 @@ def grade_in_workers(
                     )
                 elif (
                     timeout is not None
-                    and time.perf_counter() - worker.started > timeout
+                    and time.perf_counter() - worker.started > limit(worker)
                 ):
                     stop(
                         slot,
-                        f"stopped after {timeout:g} s, the time limit per"
-                        " submission: the notebook probably loops or waits",
+                        f"stopped after {limit(worker):g} s ({timeout:g} s for each"
+                        " code cell, and two more): the notebook probably loops"
+                        " or waits",
                     )
     finally:
         for worker in slots:

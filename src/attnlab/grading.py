@@ -1,7 +1,8 @@
 """Grading a class with nbgrader, every submission accounted for.
 
     python -m attnlab.grading COURSE ASSIGNMENT [ASSIGNMENT ...] [--csv FILE]
-        [--workers N] [--timeout SECONDS] [--summary FILE] [--no-sandbox]
+        [--workers N] [--timeout SECONDS] [--roster CSV] [--summary FILE]
+        [--no-sandbox]
     python -m attnlab.grading collect COURSE ASSIGNMENT SOURCE [--map CSV]
 
 For every student and assignment of the nbgrader course folder ``COURSE`` (written
@@ -21,10 +22,13 @@ points of every exercise and the total.
 ``--workers N`` grades N submissions at a time, each worker a process with its own
 copy of nbgrader's gradebook and files; the grades are merged into the course's
 ``gradebook.db``, the feedback pages land where a serial run puts them, and the CSV
-is the same, row for row. ``--timeout SECONDS`` stops a submission's grading after
-that long (the worker is killed, the submission gets zero with the reason) and
-grades in a worker process even with one worker; a submission whose notebook kills
-its grading process gets zero too, and the others go on. Beside the CSV goes the
+is the same, row for row. ``--timeout SECONDS`` is the time limit of one cell (the
+course's own otherwise): a cell that runs longer is stopped and costs its exercise's
+points, serially and with workers alike. A cell that stops Python (``os._exit``, a
+crash) costs only its own exercise: a new kernel runs the cells before it again and
+the notebook goes on. Every notebook runs in a sandbox (:mod:`attnlab.sandbox`;
+``--no-sandbox`` to grade without one). ``--roster CSV`` gives every student of
+the class a row, *not submitted* where nothing was handed in. Beside the CSV goes the
 class summary (``<csv stem>-summary.md``, or ``--summary FILE``): per assignment,
 the submissions by status, the points per exercise (mean, median, how many got full
 points, how many zero) and the exercises missed most often.
@@ -47,6 +51,7 @@ import atexit
 import copy
 import csv
 import json
+import math
 import re
 import shutil
 import statistics
@@ -65,15 +70,25 @@ from attnlab.homework import BEGIN_HIDDEN, END_HIDDEN, hidden_tests
 from attnlab.sandbox import DEFAULT_LIMITS, Limits, unavailable, use_sandbox
 
 GRADED, NOT_SUBMITTED, UNGRADABLE = "graded", "not submitted", "could not be graded"
+KERNEL_STOPPED = "KernelStopped"  # the error of a cell that stopped Python
+NOT_ON_ROSTER = "not on the roster"
 # COURSE/handed-in/<student>/<assignment>/: a notebook as the student handed it in,
 # kept before the intake repairs or renames it
 HANDED_IN = "handed-in"
 CELL_SECONDS = 30  # per cell, in quick mode: a cell that takes longer is looping
 CHECK_SUFFIX = "-check"
-TIMEOUT_MESSAGE = (
-    f"this cell ran for more than {CELL_SECONDS} s and was stopped: your code"
-    " probably loops forever (look for a loop whose condition never becomes false)"
-)
+
+
+def timeout_message(seconds: float) -> str:
+    """What the feedback says of a cell stopped after ``seconds``."""
+    return (
+        f"this cell ran for more than {seconds:g} s and was stopped: your code"
+        " probably loops forever (look for a loop whose condition never becomes"
+        " false)"
+    )
+
+
+TIMEOUT_MESSAGE = timeout_message(CELL_SECONDS)
 SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 TIMEOUT_ERRORS = ("TimeoutError", "CellTimeoutError")
 RAISED_INTERRUPT = "raised by the code of this cell, not a time-out"
@@ -154,7 +169,15 @@ def explain_errors(
             cell.source = _strip_hidden(cell.source)
         # a time-out interrupts the cell (KeyboardInterrupt) and adds a TimeoutError;
         # a KeyboardInterrupt alone was raised by the student's code
-        timed_out = any(o.get("ename") in TIMEOUT_ERRORS for o in _errors(cell))
+        limits = [
+            str(o.get("evalue", ""))
+            for o in _errors(cell)
+            if o.get("ename") in TIMEOUT_ERRORS
+        ]
+        timed_out = bool(limits)
+        message = next(
+            (m for m in limits if m.startswith("this cell ran")), TIMEOUT_MESSAGE
+        )
         for output in _errors(cell):
             if output.get("ename") in SYNTAX_ERRORS:
                 grade_id = _grade_id(cell)
@@ -164,7 +187,7 @@ def explain_errors(
                     )
             interrupted = output.get("ename") == "KeyboardInterrupt"
             if output.get("ename") in TIMEOUT_ERRORS or (interrupted and timed_out):
-                output["ename"], output["evalue"] = "TimeoutError", TIMEOUT_MESSAGE
+                output["ename"], output["evalue"] = "TimeoutError", message
             elif interrupted:
                 output["evalue"] = RAISED_INTERRUPT
             if _is_check(cell) and output.get("ename") == "NameError":
@@ -380,18 +403,43 @@ def take_in(
 
 
 def nbgrader_api(
-    course: Path, sandbox: Limits | None = None, hide: Sequence[Path] = ()
+    course: Path,
+    sandbox: Limits | None = None,
+    hide: Sequence[Path] = (),
+    cell_seconds: float | None = None,
 ):  # -> nbgrader.apps.NbGraderAPI
     """nbgrader's Python API for the course folder, configured by its
     ``nbgrader_config.py``: one process grades every submission, without starting
-    nbgrader anew for each. With ``sandbox``, every notebook runs in
+    nbgrader anew for each. Notebooks run with
+    :class:`attnlab._grading_execute.ExecuteEachCell`, so that a cell that stops
+    Python costs only that cell; ``cell_seconds`` (default: the course's) is the
+    time limit of a cell. With ``sandbox``, every notebook runs in
     :mod:`attnlab.sandbox` under those limits, ``hide`` (the course) emptied."""
     from nbgrader.apps import NbGraderAPI
+    from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
+    from nbgrader.preprocessors import Execute
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
+    steps = config.Autograde.get(
+        "autograde_preprocessors", list(Autograde.autograde_preprocessors.default())
+    )
+    config.Autograde.autograde_preprocessors = [
+        "attnlab._grading_execute.ExecuteEachCell"
+        if step in (Execute, "nbgrader.preprocessors.Execute")
+        else step
+        for step in steps
+    ]
+    if cell_seconds is not None:
+        config.Execute.timeout = math.ceil(cell_seconds)
+        message = timeout_message(math.ceil(cell_seconds))
+        config.Execute.error_on_timeout = {
+            "ename": "TimeoutError",
+            "evalue": message,
+            "traceback": [f"TimeoutError: {message}"],
+        }
     if sandbox is not None:
         scratch = Path(tempfile.mkdtemp(prefix="attnlab-sandbox-"))
         atexit.register(shutil.rmtree, scratch, ignore_errors=True)
@@ -422,6 +470,19 @@ def _failure(result: dict) -> str | None:
         if EXCEPTION_LINE.match(line) and "NbGraderException" not in line
     ]
     return without_paths((raised or lines or ["nbgrader failed"])[-1])[:300]
+
+
+def read_roster(path: Path) -> list[str]:
+    """The student ids of a roster: a CSV with a ``student`` column, or one id per
+    line (the first column)."""
+    with open(path, newline="") as file:
+        rows = [row for row in csv.reader(file) if row and row[0].strip()]
+    if not rows:
+        raise ValueError(f"expected student ids in the roster {path}, got none")
+    column = rows[0].index("student") if "student" in rows[0] else 0
+    if "student" in rows[0]:
+        rows = rows[1:]
+    return [row[column].strip() for row in rows if row[column].strip()]
 
 
 def _students(course: Path) -> list[str]:
@@ -466,6 +527,8 @@ def _flags(course: Path, assignment: str, student: str) -> list[str]:
             where = _grade_id(cell) or "a cell without points"
             if output.get("ename") == "TimeoutError":
                 notes.append(f"time-out in {where}")
+            elif output.get("ename") == KERNEL_STOPPED:
+                notes.append(f"Python stopped in {where}")
             elif TAMPERED in str(output.get("evalue", "")):
                 notes.append(f"tampering detected in {where}")
     return notes
@@ -659,36 +722,44 @@ def grade(
     timeout: float | None = None,
     summary_path: Path | None = None,
     sandbox: Limits | None = DEFAULT_LIMITS,
+    roster: list[str] | None = None,
 ) -> list[Result]:
     """Grade every student's submission of each assignment; write the CSV, the class
     summary (default: ``<csv stem>-summary.md`` beside it) and, unless ``quiet``,
     print a table; returns the rows of the CSV.
 
-    With ``workers`` above 1, or a ``timeout`` in seconds per submission, the
-    submissions are graded in worker processes (:mod:`attnlab._grading_pool`);
-    otherwise one at a time in this process. Each notebook runs in
-    :mod:`attnlab.sandbox` under the limits ``sandbox``; None grades without a
-    sandbox, and the summary says so.
+    With ``workers`` above 1 the submissions are graded in worker processes
+    (:mod:`attnlab._grading_pool`); otherwise one at a time in this process.
+    ``timeout`` is the time limit of a cell in seconds (default: the course's), so a
+    loop costs only its exercise. Each notebook runs in :mod:`attnlab.sandbox` under
+    the limits ``sandbox``; None grades without a sandbox, and the summary says so.
+    Every student of ``roster`` gets a row, *not submitted* where nothing was handed
+    in; a submission from a student not on it is graded and noted.
     """
     if sandbox is not None and (reason := unavailable()) is not None:
         raise SystemExit(
             f"cannot grade in a sandbox: {reason}. Install it, or grade without"
             " one (--no-sandbox), where submissions can harm each other"
         )
+    students = _students(course)
+    if roster is not None:
+        students = sorted(set(students) | set(roster))
     tasks = [
-        (assignment, student)
-        for assignment in assignments
-        for student in _students(course)
+        (assignment, student) for assignment in assignments for student in students
     ]
     # nbgrader's database layer warns about its own sessions on every submission
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    if workers > 1 or timeout is not None:
+    if workers > 1:
         from attnlab._grading_pool import grade_in_workers
 
         results = grade_in_workers(course, tasks, workers, timeout, sandbox)
     else:
-        api = nbgrader_api(course, sandbox)
+        api = nbgrader_api(course, sandbox, cell_seconds=timeout)
         results = [grade_submission(api, course, *task) for task in tasks]
+    if roster is not None:
+        for r in results:
+            if r.student not in roster:
+                r.reason = "; ".join(filter(None, [NOT_ON_ROSTER, r.reason]))
     write_csv(results, csv_path)
     summary_path = summary_path or csv_path.with_name(f"{csv_path.stem}-summary.md")
     text = summary(results, course)
@@ -753,8 +824,15 @@ def main(argv: list[str] | None = None) -> None:
         "--timeout",
         type=_positive(float),
         default=None,
-        help="seconds per submission, after which its grading is stopped and it"
-        " gets zero (default: no limit)",
+        help="seconds per cell, after which the cell is stopped and its exercise"
+        f" gets no points (default: the course's, {CELL_SECONDS} s in quick mode)",
+    )
+    parser.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="a CSV of the class (a 'student' column, or one id per line): every"
+        " student on it gets a row, 'not submitted' if nothing was handed in",
     )
     parser.add_argument(
         "--no-sandbox",
@@ -785,6 +863,7 @@ def main(argv: list[str] | None = None) -> None:
         timeout=args.timeout,
         summary_path=args.summary,
         sandbox=None if args.no_sandbox else DEFAULT_LIMITS,
+        roster=None if args.roster is None else read_roster(args.roster),
     )
 
 

@@ -139,6 +139,9 @@ def command(
     argv = ["bwrap", "--die-with-parent", "--unshare-all", "--clearenv"]
     for name, value in environment().items():
         argv += ["--setenv", name, value]
+    # the empty /tmp first, so that what is bound later may lie inside it
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", "--dir", HOME]
     readable = readable_paths()
     for path in readable:
         argv += ["--ro-bind", str(path), str(path)]
@@ -146,8 +149,6 @@ def command(
         path = Path(path).resolve()
         if any(path.is_relative_to(p) for p in readable) and path.exists():
             argv += ["--tmpfs", str(path)]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    argv += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", "--dir", HOME]
     argv += ["--ro-bind", str(connection_file), str(connection_file)]
     argv += ["--bind", str(sockets), str(sockets), "--chdir", "/tmp"]
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", str(connection_file)]
