@@ -108,6 +108,7 @@ def test_a_run_is_the_training_and_evaluation_it_stands_for(test_set, capsys):
     line = result.summary("dot")
     assert line in capsys.readouterr().out.splitlines()
     assert line.startswith(" " * 21 + "dot:") and "5-9: " in line
+    assert "ms" not in line  # no timing in the lesson's output
 
 
 def test_run_options_reach_the_training(test_set, capsys):
