@@ -1,7 +1,7 @@
 """Collecting the notebooks downloaded from an LMS into nbgrader's layout.
 
     python -m attnlab.grading collect COURSE ASSIGNMENT SOURCE [--map CSV]
-                                                         [--report FILE]
+                                            [--roster CSV] [--report FILE]
 
 (or ``python -m attnlab.collect COURSE ASSIGNMENT SOURCE ...``). ``SOURCE`` is a
 folder or a ``.zip`` of the submissions as the LMS downloads them; each notebook
@@ -19,7 +19,9 @@ names accepted:
   lower case, ASCII letters and digits joined by ``-`` (``ana-maria-lopez``). Two
   participants of one download with the same name are never merged: each gets its
   participant number appended (``ana-maria-lopez-203``), and the report says so;
-  give them their ids with ``--map``.
+  give them their ids with ``--map``. With ``--roster CSV`` (columns
+  ``student,name``: the id you grade by and the full name as the LMS shows it) a
+  Moodle name is replaced by the roster's id, the same in every assignment.
 - Any name, with ``--map CSV``: columns ``file,student``, ``file`` being the path
   inside ``SOURCE`` or, where that is unique, the file's name. The map decides for
   the files it names; the others are matched by their LMS names.
@@ -142,9 +144,40 @@ def read_map(path: Path) -> dict[str, str]:
     return mapping
 
 
-def _identify(found: Found, mapping: dict[str, str], names: dict[str, int]) -> str:
-    """Set ``found.student`` from the map or the LMS name; returns why it could not
-    be, or ''."""
+def read_roster_names(path: Path) -> dict[str, str | None]:
+    """The ``student,name`` rows of a roster CSV, as {Moodle id of the name:
+    student}; a name that two students share maps to None (give those a --map)."""
+    with open(path, newline="", encoding="utf-8-sig") as file:
+        reader = csv.DictReader(file)
+        if not {"student", "name"} <= set(reader.fieldnames or []):
+            raise SystemExit(
+                f"{path}: expected the columns student,name, got"
+                f" {','.join(reader.fieldnames or []) or 'none'}"
+            )
+        ids: dict[str, str | None] = {}
+        for number, row in enumerate(reader, start=2):
+            student, name = (
+                (row["student"] or "").strip(),
+                (row["name"] or "").strip(),
+            )
+            if not student or "/" in student or student.startswith(".") or not name:
+                raise SystemExit(
+                    f"{path}, line {number}: expected a student id (a folder name)"
+                    f" and a name, got {row['student']!r} and {row['name']!r}"
+                )
+            key = moodle_student(name)
+            ids[key] = None if key in ids and ids[key] != student else student
+    return ids
+
+
+def _identify(
+    found: Found,
+    mapping: dict[str, str],
+    names: dict[str, int],
+    roster: dict[str, str | None],
+) -> str:
+    """Set ``found.student`` from the map, the LMS name or the roster's id for a
+    Moodle name; returns why it could not be, or ''."""
     base = found.path.rsplit("/", 1)[-1]
     if found.path in mapping or (names[base] == 1 and base in mapping):
         found.student = mapping.get(found.path) or mapping[base]
@@ -153,6 +186,11 @@ def _identify(found: Found, mapping: dict[str, str], names: dict[str, int]) -> s
         found.student = moodle_student(match["name"])
         found.participant = match["id"]
         found.detail = f"Moodle: {match['name']}, participant {match['id']}"
+        if roster.get(found.student):
+            found.student = roster[found.student]
+            found.detail += ", id from the roster"
+        elif found.student in roster:
+            found.detail += ", a name two students of the roster share (use --map)"
     elif match := CANVAS.match(base):
         found.student = match["user"]
         found.submission = int(match["submission"])
@@ -214,9 +252,11 @@ def collect(
     assignment: str,
     source: Path,
     mapping: dict[str, str] | None = None,
+    roster: dict[str, str | None] | None = None,
 ) -> list[Outcome]:
     """Place the notebooks of ``source`` (a folder or a ``.zip``) at
-    ``course/submitted/<student>/<assignment>/<assignment>.ipynb``; returns an
+    ``course/submitted/<student>/<assignment>/<assignment>.ipynb``, Moodle names
+    replaced by the ids of ``roster`` (:func:`read_roster_names`); returns an
     :class:`Outcome` per file, the files placed first."""
     if not course.is_dir():
         raise SystemExit(f"COURSE must be an nbgrader course folder, got {course}")
@@ -228,7 +268,7 @@ def collect(
         names[base] = names.get(base, 0) + 1
     unmatched, by_student = [], {}
     for f in found:
-        reason = _identify(f, mapping, names)
+        reason = _identify(f, mapping, names, roster or {})
         if reason:
             unmatched.append(Outcome(f.path, f.student, NOT_PLACED, reason))
         else:
@@ -271,6 +311,17 @@ def collect(
     return placed + unmatched
 
 
+def _new_report(course: Path, assignment: str) -> Path:
+    """A report path of its own for this run: the date and time, and a number if
+    another run of the same second wrote one."""
+    stem = f"collect-{assignment}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    path, number = course / f"{stem}.csv", 1
+    while path.exists():
+        number += 1
+        path = course / f"{stem}-{number}.csv"
+    return path
+
+
 def write_report(outcomes: list[Outcome], path: Path) -> None:
     """The report CSV: one row per file, with the columns
     ``file,student,outcome,detail``."""
@@ -291,6 +342,12 @@ def main(
         "--map", type=Path, default=None, help="a CSV with the columns file,student"
     )
     parser.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="a CSV with the columns student,name: Moodle names become these ids",
+    )
+    parser.add_argument(
         "--report",
         type=Path,
         default=None,
@@ -298,9 +355,9 @@ def main(
     )
     args = parser.parse_args(argv)
     mapping = read_map(args.map) if args.map else {}
-    outcomes = collect(args.course, args.assignment, args.source, mapping)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    report = args.report or args.course / f"collect-{args.assignment}-{stamp}.csv"
+    roster = read_roster_names(args.roster) if args.roster else None
+    outcomes = collect(args.course, args.assignment, args.source, mapping, roster)
+    report = args.report or _new_report(args.course, args.assignment)
     write_report(outcomes, report)
     for o in outcomes:
         if o.outcome == PLACED:
