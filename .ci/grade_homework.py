@@ -20,7 +20,7 @@ then submit notebooks made from that students' version and grade them with `pyth
   submission, appends to the installed package, zeroes the gradebook, overwrites the feedback pages and the CSV,
   prints the worked solutions from the course's source, and starts processes that outlive its kernel, one of them
   holding the gradebook locked (full points, no note; every other student graded as expected, the package
-  unchanged, no process left: each notebook runs in attnlab.sandbox);
+  unchanged, no process left: each notebook runs in attnlab.teaching.sandbox);
 - not-a-notebook and empty: a text file and an empty file (could not be graded, with the reason);
 - absent: a student of the gradebook who handed nothing in (not submitted).
 
@@ -50,7 +50,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnlab.grading import (
+from attnlab.teaching.grading import (
     CELL_SECONDS,
     GRADED,
     HANDED_IN,
@@ -58,7 +58,7 @@ from attnlab.grading import (
     UNGRADABLE,
     grade,
 )
-from attnlab.homework import (
+from attnlab.teaching.release import (
     BEGIN,
     END,
     chapter_notebooks,
@@ -67,7 +67,7 @@ from attnlab.homework import (
     student_version,
     write_course,
 )
-from attnlab.sandbox import DEFAULT_LIMITS
+from attnlab.teaching.sandbox import DEFAULT_LIMITS
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS_PER_SUBMISSION = 60
@@ -367,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="chapters to grade (default: all)")
     parser.add_argument("--courses", type=Path, default=ROOT / "_build" / "grading",
                         help="folder for the courses, one per chapter")
-    parser.add_argument("--no-sandbox", action="store_true", help="grade without attnlab.sandbox")
+    parser.add_argument("--no-sandbox", action="store_true", help="grade without attnlab.teaching.sandbox")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="chapters graded at once")
     args = parser.parse_args(argv)
     paths = args.notebooks or chapter_notebooks(ROOT / "notebooks")

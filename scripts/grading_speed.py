@@ -28,7 +28,12 @@ from pathlib import Path
 
 import nbformat
 
-from attnlab.homework import exercises, solution_code, student_version, write_course
+from attnlab.teaching.release import (
+    exercises,
+    solution_code,
+    student_version,
+    write_course,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
             seconds[workers] = run(
                 sys.executable,
                 "-m",
-                "attnlab.grading",
+                "attnlab.teaching.grading",
                 str(copied),
                 chapter,
                 "--workers",

@@ -26,7 +26,7 @@ import yaml
 from jupyter_cache import get_cache
 
 from attnlab.edition import student_page
-from attnlab.homework import is_chapter
+from attnlab.teaching.release import is_chapter
 
 ROOT = Path(__file__).resolve().parents[1]
 # The branch that holds the students' notebooks (the Colab buttons of this edition open them there).

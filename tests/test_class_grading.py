@@ -1,7 +1,7 @@
-"""Grading a whole class: several submissions at a time (attnlab.grading --workers), a
+"""Grading a whole class: several submissions at a time (attnlab.teaching.grading --workers), a
 submission that crashes, loops or is not a notebook, the merged gradebook, the class
 summary, and collecting the notebooks downloaded from Canvas or Moodle
-(attnlab.collect).
+(attnlab.teaching.collect).
 
 The graded chapters are chapters 1 and 2 (the cheapest to grade), each cut after its
 second code exercise, so that grading stays within seconds per submission; the
@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attnlab.collect import (
+from attnlab.teaching.collect import (
     NOT_PLACED,
     PLACED,
     collect,
@@ -28,7 +28,7 @@ from attnlab.collect import (
     read_map,
     read_roster_names,
 )
-from attnlab.grading import (
+from attnlab.teaching.grading import (
     GRADED,
     NOT_SUBMITTED,
     UNGRADABLE,
@@ -38,7 +38,12 @@ from attnlab.grading import (
     nbgrader_api,
     summary,
 )
-from attnlab.homework import exercises, solution_code, student_version, write_course
+from attnlab.teaching.release import (
+    exercises,
+    solution_code,
+    student_version,
+    write_course,
+)
 from tests.test_grading import released, write
 from tests.wrong_answers.memory_scoring import WRONG
 

@@ -18,13 +18,13 @@ from attnlab.exercises import (
 )
 from attnlab.exercises import seq2seq as checks
 from attnlab.exercises.seq2seq import check_attention_map
-from attnlab.homework import exercises, notebook_imports
 from attnlab.tasks.translation import (
     attention_maps,
     train_translation,
     translation_loss,
     translation_model,
 )
+from attnlab.teaching.release import exercises, notebook_imports
 from attnlab.train import seed_everything
 from tests.notebook_files import ROOT, read
 from tests.wrong_answers.seq2seq import WRONG

@@ -15,7 +15,6 @@ from attnlab.exercises import (
     check_norm_experiment,
     check_sinusoidal_positions,
 )
-from attnlab.homework import exercises
 from attnlab.tasks.translation import (
     SOURCE_VOCAB,
     TARGET_VOCAB,
@@ -23,6 +22,7 @@ from attnlab.tasks.translation import (
     sample_examples,
     teacher_forced_accuracy,
 )
+from attnlab.teaching.release import exercises
 from tests.notebook_files import ROOT, read
 from tests.wrong_answers.transformer import WRONG
 

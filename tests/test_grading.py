@@ -1,4 +1,4 @@
-"""Grading a class (attnlab.grading): taking submissions in, the hidden tests added at
+"""Grading a class (attnlab.teaching.grading): taking submissions in, the hidden tests added at
 grading, feedback without internals, and the CSV. The end-to-end run with the real
 nbgrader is `make grade` (.ci/grade_homework.py)."""
 
@@ -8,7 +8,7 @@ import csv
 import nbformat
 import pytest
 
-from attnlab.grading import (
+from attnlab.teaching.grading import (
     GRADED,
     KERNEL_DIED,
     NOT_SUBMITTED,
@@ -25,7 +25,7 @@ from attnlab.grading import (
     timeout_message,
     write_csv,
 )
-from attnlab.homework import BEGIN_HIDDEN, release
+from attnlab.teaching.release import BEGIN_HIDDEN, release
 
 v4 = nbformat.v4
 

@@ -12,7 +12,7 @@ import torch
 
 from attnlab.exercises import ExerciseError
 from attnlab.exercises._checking import CHECKS, _code_objects
-from attnlab.homework import (
+from attnlab.teaching.release import (
     BEGIN_HIDDEN,
     END_HIDDEN,
     TEXT_STUB,
@@ -25,7 +25,7 @@ from attnlab.homework import (
     strip_solution_code,
     student_version,
 )
-from attnlab.homework import (
+from attnlab.teaching.release import (
     notebook_imports as imports_of,
 )
 from tests.notebook_files import CHAPTERS, code_cells, read
@@ -174,7 +174,7 @@ def test_hidden_tests_grade_with_fresh_inputs(capsys):
 
 
 def test_library_modules_that_imported_from_the_checks_are_no_tampering(capsys):
-    import attnlab.grading  # noqa: F401 -- it imports from attnlab.exercises, which the hidden tests re-import
+    import attnlab.teaching.grading  # noqa: F401 -- it imports from attnlab.exercises, which the hidden tests re-import
 
     run_hidden(right_lookup)
     run_hidden(right_lookup)

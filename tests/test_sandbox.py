@@ -1,4 +1,4 @@
-"""The sandbox in which grading runs a student's notebook (attnlab.sandbox): what its
+"""The sandbox in which grading runs a student's notebook (attnlab.teaching.sandbox): what its
 command line binds, hides and keeps, and, where bubblewrap runs, a notebook executed
 in it that tries to reach the course, the package, the network and to outlive its
 kernel."""
@@ -15,8 +15,14 @@ import pytest
 from traitlets.config import Config
 
 import attnlab
-from attnlab import sandbox
-from attnlab.sandbox import KERNEL_NAME, Limits, command, environment, kernel_spec
+from attnlab.teaching import sandbox
+from attnlab.teaching.sandbox import (
+    KERNEL_NAME,
+    Limits,
+    command,
+    environment,
+    kernel_spec,
+)
 
 CAN_RUN = sandbox.unavailable() is None
 needs_bwrap = pytest.mark.skipif(not CAN_RUN, reason="bubblewrap cannot run here")
@@ -66,7 +72,7 @@ def test_the_kernel_spec_passes_the_limits_and_interrupts_by_message(tmp_path):
     spec = json.loads(kernel_spec(tmp_path, limits, hide=[tmp_path]).read_text())
     assert spec["interrupt_mode"] == "message"
     argv = spec["argv"]
-    assert argv[1:3] == ["-m", "attnlab.sandbox"]
+    assert argv[1:3] == ["-m", "attnlab.teaching.sandbox"]
     assert argv[argv.index("--cpu-seconds") + 1] == "7"
     assert argv[argv.index("--processes") + 1] == "3"
     assert argv[argv.index("--hide") + 1] == str(tmp_path.resolve())
@@ -155,7 +161,7 @@ def test_a_notebook_in_the_sandbox_reaches_nothing_and_leaves_nothing(
 def test_the_limits_apply_inside(tmp_path):
     """A child that writes past the file-size limit is stopped (SIGXFSZ)."""
     script = (
-        "from attnlab.sandbox import Limits, set_limits; import os;"
+        "from attnlab.teaching.sandbox import Limits, set_limits; import os;"
         " set_limits(Limits(file_bytes=1000));"
         " os.execvp('sh', ['sh', '-c', 'head -c 5000 /dev/zero > /tmp/f'])"
     )

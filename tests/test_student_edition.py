@@ -27,7 +27,7 @@ from attnlab.edition import (
     solution_texts,
     student_page,
 )
-from attnlab.homework import (
+from attnlab.teaching.release import (
     STUB,
     exercises,
     notebook_imports,

@@ -22,7 +22,7 @@ from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from attnlab.homework import exercises
+from attnlab.teaching.release import exercises
 
 KINDS = {"exercise-experiment": "experiment", "exercise-debug": "debug", "exercise-extend": "extend"}
 # The rates of the estimate of a student's hours (the page states them beside the table): careful reading of

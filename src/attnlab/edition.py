@@ -5,7 +5,7 @@ The full edition folds each worked solution under its exercise, so a course that
 assigns the chapters cannot send its students to it. The students' edition is made
 from the same executed notebooks (their outputs come from the book's execution
 cache), so nothing runs twice and both editions show the same results. For every
-exercise (:func:`attnlab.homework.exercises`):
+exercise (:func:`attnlab.teaching.release.exercises`):
 
 - a code exercise's solution cell keeps only the stub of the students' notebook
   (``# YOUR CODE HERE``), shown open, without outputs, and its check cell loses its
@@ -13,7 +13,7 @@ exercise (:func:`attnlab.homework.exercises`):
 - a written exercise's worked answer is left out;
 - a cell that shows the library code an exercise asks for (``show_source``), in
   every chapter, or that is tagged ``answers-exercise`` becomes a note
-  (:func:`attnlab.homework.hide_revealing`), and a cell tagged
+  (:func:`attnlab.teaching.release.hide_revealing`), and a cell tagged
   ``output-answers-exercise`` (an experiment whose outcome a student is asked to
   predict) loses its outputs.
 
@@ -28,7 +28,7 @@ from collections.abc import Collection
 
 import nbformat
 
-from attnlab.homework import (
+from attnlab.teaching.release import (
     ANSWER_OUTPUT_TAG,
     BEGIN,
     END,

@@ -15,7 +15,7 @@ from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 
-from attnlab.grading import KERNEL_STOPPED
+from attnlab.teaching.grading import KERNEL_STOPPED
 
 KERNEL_STOPPED_MESSAGE = (
     "this cell stopped the notebook's Python process (os._exit, a crash or running"

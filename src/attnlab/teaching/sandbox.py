@@ -17,8 +17,8 @@ starts the kernel inside bubblewrap (``bwrap``, Debian's package ``bubblewrap``)
 
 nbgrader itself (the hidden tests it inserts, the scores it reads from the outputs,
 the gradebook, the feedback) runs outside, after the kernel has ended. Run as
-``python -m attnlab.sandbox [limits] [--hide PATH ...] CONNECTION_FILE`` by the
-kernel spec that :func:`use_sandbox` writes.
+``python -m attnlab.teaching.sandbox [limits] [--hide PATH ...] CONNECTION_FILE``
+by the kernel spec that :func:`use_sandbox` writes.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def set_limits(limits: Limits) -> None:
 def kernel_spec(folder: Path, limits: Limits, hide: Sequence[Path] = ()) -> Path:
     """Write the sandbox's Jupyter kernel spec under ``folder`` (a data folder for
     ``JUPYTER_PATH``); returns the spec's file."""
-    argv = [sys.executable, "-m", "attnlab.sandbox"]
+    argv = [sys.executable, "-m", "attnlab.teaching.sandbox"]
     for name, value in dataclasses.asdict(limits).items():
         argv += [f"--{name.replace('_', '-')}", str(value)]
     for path in hide:
@@ -218,7 +218,8 @@ def use_sandbox(config, scratch: Path, limits: Limits, hide: Sequence[Path]) -> 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m attnlab.sandbox", description=__doc__.splitlines()[0]
+        prog="python -m attnlab.teaching.sandbox",
+        description=__doc__.splitlines()[0],
     )
     for field in dataclasses.fields(Limits):
         parser.add_argument(

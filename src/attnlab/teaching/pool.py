@@ -4,8 +4,8 @@
 Each worker is a process of its own with its own nbgrader folder (a copy of the
 course's configuration and gradebook, with the release linked), so that no two
 processes write one sqlite file. A worker grades one submission at a time with
-:func:`attnlab.grading.grade_submission`, copies nbgrader's autograded notebook and
-feedback page into the course, and sends back the row of the CSV and the
+:func:`attnlab.teaching.grading.grade_submission`, copies nbgrader's autograded
+notebook and feedback page into the course, and sends back the row of the CSV and the
 submission's grades. The parent merges those into the course's ``gradebook.db``
 through nbgrader's Gradebook API, and kills a worker whose submission runs past
 the time limit or starts a new one where a worker died; the other submissions go
@@ -28,14 +28,14 @@ from pathlib import Path
 
 import nbformat
 
-from attnlab.grading import (
+from attnlab.teaching.grading import (
     UNGRADABLE,
     Result,
     _replace,
     grade_submission,
     nbgrader_api,
 )
-from attnlab.sandbox import DEFAULT_LIMITS, Limits
+from attnlab.teaching.sandbox import DEFAULT_LIMITS, Limits
 
 Task = tuple[str, str]  # (assignment, student)
 
