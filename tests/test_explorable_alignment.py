@@ -26,6 +26,7 @@ from tests.browser import (
     signal,
     slide,
 )
+from tests.browser import drawn as drawn_now
 
 SENTENCE = "big red dogs see cats because old kings love small birds".split()
 SOURCE = "dogs see small cats because old kings love birds".split()  # 9 words
@@ -74,6 +75,13 @@ def window_expected(scores, step: int, p: float, d: int) -> tuple[list[int], lis
     return inside, weights[inside].tolist()
 
 
+def softmax_expected(scores, step: int, p: float, d: int) -> tuple[list[int], list[float]]:
+    """The softmax of the scores inside the window (local_window without the Gaussian)."""
+    weights = local_window(scores[step - 1], torch.tensor(p, dtype=torch.float64), d, gaussian=False)
+    inside, _ = window_expected(scores, step, p, d)
+    return inside, weights[inside].tolist()
+
+
 def test_heatmap_data_are_the_models_attention(charts, model, examples):
     rows = rows_of(charts["heatmaps"], "step_weights")
     for example, step in [(examples[0], 1), (examples[0], 7), (examples[1], 14)]:
@@ -83,20 +91,27 @@ def test_heatmap_data_are_the_models_attention(charts, model, examples):
         assert row["weight"] == pytest.approx(heatmap_expected(model, example, step), abs=1e-6)
 
 
-@pytest.mark.parametrize(("step", "p", "d"), [(1, 4.0, 2), (3, 0.5, 1), (7, 7.5, 3), (5, 8.0, 3)])
+@pytest.mark.parametrize(("step", "p", "d"), [(1, 4.0, 2), (3, 0.5, 1), (7, 7.5, 3), (5, 8.0, 3), (2, 4.5, 2)])
 def test_window_data_are_local_window_of_the_scores(charts, scores, step, p, d):
-    (row,) = pick(rows_of(charts["window"], "local_weights_1"), step=step, p=p, D=d)
+    """Per (p_t, D) the chart holds the local-p weights of every step; per (round(p_t), D) the softmax inside the
+    window and the global weight it keeps: all as attnlab.luong.local_window computes them (5 decimals)."""
+    (row,) = pick(rows_of(charts["window"], "local_weights_0"), p=p, D=d)
     inside, weights = window_expected(scores, step, p, d)
-    assert row["s"] == inside
-    assert row["weight"] == pytest.approx(weights, abs=1e-6)
-    assert row["total"] == pytest.approx(sum(weights), abs=1e-6)
+    assert row["s"] == inside and row["low"] == inside[0] - 0.5 and row["high"] == inside[-1] + 0.5
+    assert row["weight"][step - 1] == pytest.approx(weights, abs=1e-5)
+    assert row["total"][step - 1] == pytest.approx(sum(weights), abs=1e-5)
     # the same weights written out: softmax inside the window times the Gaussian of sigma = D / 2
     inside_scores = scores[step - 1, inside]
-    by_hand = torch.softmax(inside_scores, -1) * torch.exp(-(torch.tensor(inside) - p) ** 2 / (2 * (d / 2) ** 2))
-    assert row["weight"] == pytest.approx(by_hand.tolist(), abs=1e-6)
-    (gauss,) = pick(rows_of(charts["window"], "gaussian_0"), p=p, D=d)
-    assert gauss["s"] == inside and gauss["low"] == inside[0] - 0.5 and gauss["high"] == inside[-1] + 0.5
-    assert gauss["gauss"] == pytest.approx([math.exp(-(s - p) ** 2 / (2 * (d / 2) ** 2)) for s in inside], abs=1e-6)
+    gauss = torch.exp(-((torch.tensor(inside) - p) ** 2) / (2 * (d / 2) ** 2))
+    assert row["weight"][step - 1] == pytest.approx((torch.softmax(inside_scores, -1) * gauss).tolist(), abs=1e-5)
+    assert row["gauss"] == pytest.approx(gauss.tolist(), abs=1e-5)
+    (cut,) = pick(rows_of(charts["window"], "window_weights_0"), m=math.floor(p + 0.5), D=d)
+    assert cut["s"] == inside
+    assert cut["weight"][step - 1] == pytest.approx(softmax_expected(scores, step, p, d)[1], abs=1e-5)
+    assert cut["weight"][step - 1] == pytest.approx(torch.softmax(inside_scores, -1).tolist(), abs=1e-5)
+    assert cut["kept"][step - 1] == pytest.approx(torch.softmax(scores[step - 1], -1)[inside].sum().item(), abs=1e-5)
+    (whole,) = rows_of(charts["window"], "global_weights_0")
+    assert whole["weight"][step - 1] == pytest.approx(torch.softmax(scores[step - 1], -1).tolist(), abs=1e-5)
 
 
 def test_window_of_a_trained_shape_model():
@@ -107,9 +122,9 @@ def test_window_of_a_trained_shape_model():
     with torch.no_grad():
         weights = model(batch.src, batch.src_mask, batch.tgt).weights[0, :-1]
     chart = explorable.local_window_weights(weights, example.source, half_widths=(1, 2))
-    (row,) = pick(rows_of(chart, "local_weights_1"), step=2, p=2.5, D=2)
+    (row,) = pick(rows_of(chart, "local_weights_0"), p=2.5, D=2)
     expected = local_window(weights[1].double().log(), torch.tensor(2.5, dtype=torch.float64), 2)
-    assert row["s"] == [1, 2, 3, 4, 5] and row["weight"] == pytest.approx(expected[1:].tolist(), abs=1e-6)
+    assert row["s"] == [1, 2, 3, 4, 5] and row["weight"][1] == pytest.approx(expected[1:].tolist(), abs=1e-5)
     with pytest.raises(ValueError, match="weights"):
         explorable.local_window_weights(weights, example.source[:-1])
 
@@ -172,15 +187,26 @@ def test_short_sentence_shows_its_last_step_past_its_end(page, model, examples):
 
 def test_window_controls(page, scores):
     tab = page[0]
-    start = (1, 4.0, 2)  # the sliders' first values: step 1, the middle centre, the middle half-width
+    start = (4, 4.0, 2)  # the sliders' first values: the middle step, centre and half-width
     assert [signal(tab, "local-window", n) for n in ("step", "p", "D")] == list(start)
-    for action, setting in [(slide(tab, "local-window", "output step", "ArrowRight"), (2, 4.0, 2)),
-                            (slide(tab, "local-window", "window centre", "ArrowRight"), (2, 4.5, 2)),
-                            (slide(tab, "local-window", "half-width", "ArrowLeft"), (2, 4.5, 1)),
-                            (slide(tab, "local-window", "window centre", "Home"), (2, 0.0, 1))]:
-        drawn, seconds = after(tab, action, "local-window", "local_weights_1_marks")
+    for action, setting in [(slide(tab, "local-window", "output step", "ArrowRight"), (5, 4.0, 2)),
+                            (slide(tab, "local-window", "window centre", "ArrowRight"), (5, 4.5, 2)),
+                            (slide(tab, "local-window", "half-width", "ArrowLeft"), (5, 4.5, 1)),
+                            (slide(tab, "local-window", "window centre", "Home"), (5, 0.0, 1))]:
+        drawn, seconds = after(tab, action, "local-window", "local_weights_0_marks")
         assert seconds < 1.0, f"the chart took {seconds:.2f} s to follow the control"
         assert [signal(tab, "local-window", n) for n in ("step", "p", "D")] == pytest.approx(list(setting))
         inside, weights = window_expected(scores, *setting)
         assert [d["s"] for d in drawn] == inside
-        assert [d["weight"] for d in drawn] == pytest.approx(weights, abs=1e-6)
+        assert [d["w"] for d in drawn] == pytest.approx(weights, abs=1e-5)
+        softmax = drawn_now(tab, "local-window", "window_weights_0_marks")
+        assert [d["s"] for d in softmax] == inside
+        assert [d["w"] for d in softmax] == pytest.approx(softmax_expected(scores, *setting)[1], abs=1e-5)
+        (total,) = drawn_now(tab, "local-window", "total_text_1_marks")
+        assert total["label"].startswith("sum of the local-p weights: ")
+        assert float(total["label"].rsplit(": ", 1)[1]) == pytest.approx(sum(weights), abs=6e-4)
+        (kept,) = drawn_now(tab, "local-window", "kept_text_1_marks")
+        step = setting[0]
+        share = torch.softmax(scores[step - 1], -1)[inside].sum().item()
+        assert kept["label"].startswith("global weight inside the window: ")
+        assert float(kept["label"].rsplit(": ", 1)[1]) == pytest.approx(share, abs=6e-4)

@@ -165,24 +165,108 @@ def alignment_heatmaps(
     return slider_ranges(chart, "step", ["sentence"], last)
 
 
+# The three weights of a source word in the chapter 5 chart, and their colours.
+SERIES = {
+    "global weight": "#999999",
+    "softmax inside the window": OKABE_ITO[0],
+    "times the Gaussian: local-p weight": OKABE_ITO[3],
+}
+WINDOW_DIGITS = 5  # the window's weights: 5 decimals keep the page under 300 KB
+
+
+def _five(values: Sequence[float]) -> list[float]:
+    return [round(v, WINDOW_DIGITS) for v in values]
+
+
+def _window_rows(
+    weights: torch.Tensor, p_values: list[float], half_widths: Sequence[int]
+) -> tuple[list[dict], list[dict]]:
+    """The rows of :func:`local_window_weights`, each over the window's positions
+    ``s`` inside the sentence, with one list per output step: per rounded centre
+    ``m`` and ``D``, the softmax of the scores inside the window and the global
+    weight it keeps; per centre ``p`` and ``D``, the Gaussian factor, the local-p
+    weights and their sum."""
+    steps, length = weights.shape
+    scores = weights.detach().to(torch.float64).log()  # (T, S), -inf where 0
+    real = weights > 0  # (T, S)
+    centre = torch.tensor(p_values, dtype=torch.float64)  # (P,)
+    middles = torch.arange(length, dtype=torch.float64)  # the rounded centres (M,)
+    flat = torch.zeros(len(p_values), length, dtype=torch.float64)
+    window_rows, local_rows = [], []
+    for d in half_widths:
+        # the softmax over the window around each rounded centre m: (T, M, S)
+        softmax = local_window(
+            scores[:, None].expand(-1, length, -1),
+            middles.expand(steps, -1),
+            d,
+            mask=real[:, None].expand(-1, length, -1),
+            gaussian=False,
+        )
+        cut = window_positions(middles, d).clamp(0, length - 1)  # (M, 2D + 1)
+        for m in range(length):
+            inside = list(range(cut[m, 0].item(), cut[m, -1].item() + 1))
+            window_rows.append(
+                {
+                    "m": m,
+                    "D": d,
+                    "s": inside,
+                    "weight": [_five(row) for row in softmax[:, m, inside].tolist()],
+                    "kept": _five(weights[:, inside].sum(-1).tolist()),
+                }
+            )
+        local = local_window(
+            scores[:, None].expand(-1, len(p_values), -1),
+            centre.expand(steps, -1),
+            d,
+            mask=real[:, None].expand(-1, len(p_values), -1),
+        )  # (T, P, S)
+        # the Gaussian factor inside the window: local-p over local-m of equal scores
+        with_gauss = local_window(flat, centre, d)
+        without = local_window(flat, centre, d, gaussian=False)
+        gauss = torch.where(without > 0, with_gauss / without, 0.0)  # (P, S)
+        window = window_positions(centre, d).clamp(0, length - 1)  # (P, 2D + 1)
+        for i, p in enumerate(p_values):
+            inside = list(range(window[i, 0].item(), window[i, -1].item() + 1))
+            local_p = local[:, i, inside]  # (T, W)
+            local_rows.append(
+                {
+                    "p": p,
+                    "D": d,
+                    "low": inside[0] - 0.5,
+                    "high": inside[-1] + 0.5,
+                    "s": inside,
+                    "gauss": _five(gauss[i, inside].tolist()),
+                    "weight": [_five(row) for row in local_p.tolist()],
+                    "total": _five(local_p.sum(-1).tolist()),
+                }
+            )
+    return window_rows, local_rows
+
+
 def local_window_weights(
     weights: torch.Tensor,
     source: Sequence[str],
     centres: Sequence[float] | None = None,
     half_widths: Sequence[int] = (1, 2, 3, 4),
+    step: int | None = None,
 ) -> alt.HConcatChart:
-    """Chapter 5: Luong's local-p window laid over the weights of a global attention
-    model, with sliders for the output step ``t``, the centre ``p_t`` and the
-    half-width ``D``.
+    """Chapter 5: Luong's local-p attention worked on a global model's weights, with
+    sliders for the output step ``t`` (starting at ``step``, the middle one by
+    default), the centre ``p_t`` and the half-width ``D`` (the Gaussian's ``sigma =
+    D / 2`` follows it).
 
     ``weights (T, S)`` are a global model's weights over the ``S`` words of
     ``source``, one row per output step (e.g. one matrix of
     :func:`~attnlab.tasks.translation.attention_maps`). Softmax ignores a constant
     added to every score, so ``log weights`` are the model's scores for
-    :func:`~attnlab.luong.local_window`, which keeps the window
-    ``round(p_t) - D .. round(p_t) + D`` (:func:`~attnlab.luong.window_positions`)
-    and multiplies by the Gaussian of ``sigma = D / 2``. ``centres``: the values of
-    ``p_t`` (default ``0, 0.5, ..., S - 1``).
+    :func:`~attnlab.luong.local_window`. The left panel shows the global weights,
+    the window ``round(p_t) - D .. round(p_t) + D``
+    (:func:`~attnlab.luong.window_positions`) and the Gaussian; the right one the
+    softmax of the scores inside the window (``gaussian=False``: the window cuts,
+    the softmax scales up what is left) beside the local-p weights (the softmax
+    times the Gaussian); under each, the global weight the window keeps and the sum
+    of the local-p weights. ``centres``: the values of ``p_t`` (default ``0, 0.5,
+    ..., S - 1``).
     """
     if weights.ndim != 2 or weights.shape[1] != len(source):
         raise ValueError(
@@ -193,55 +277,21 @@ def local_window_weights(
     p_values = (
         grid(0.0, length - 1.0, 2 * length - 1) if centres is None else list(centres)
     )
-    centre = torch.tensor(p_values, dtype=torch.float64)  # (P,)
-    scores = weights.detach().to(torch.float64).log()  # (T, S), -inf where 0
-    real = weights[:, None, :].expand(-1, len(p_values), -1) > 0  # (T, P, S)
-    flat = torch.zeros(len(p_values), length, dtype=torch.float64)
+    window_rows, local_rows = _window_rows(weights, p_values, half_widths)
     global_rows = [
-        {"step": t + 1, "s": list(range(length)), "weight": _rounded(row)}
-        for t, row in enumerate(weights.tolist())
+        {
+            "s": list(range(length)),
+            "weight": [_five(row) for row in weights.tolist()],
+        }
     ]
-    local_rows, gauss_rows = [], []
-    for d in half_widths:
-        local = local_window(
-            scores[:, None, :].expand(-1, len(p_values), -1),
-            centre.expand(steps, -1),
-            d,
-            mask=real,
-        )  # (T, P, S)
-        # the Gaussian factor inside the window: local-p over local-m of equal scores
-        with_gauss = local_window(flat, centre, d)
-        without = local_window(flat, centre, d, gaussian=False)
-        gauss = torch.where(without > 0, with_gauss / without, 0.0)  # (P, S)
-        window = window_positions(centre, d).clamp(0, length - 1)  # (P, 2D + 1)
-        for i, p in enumerate(p_values):
-            inside = list(range(window[i, 0].item(), window[i, -1].item() + 1))
-            gauss_rows.append(
-                {
-                    "p": p,
-                    "D": d,
-                    "low": inside[0] - 0.5,
-                    "high": inside[-1] + 0.5,
-                    "s": inside,
-                    "gauss": _rounded(gauss[i, inside].tolist()),
-                }
-            )
-            for t in range(steps):
-                kept = local[t, i, inside]
-                local_rows.append(
-                    {
-                        "step": t + 1,
-                        "p": p,
-                        "D": d,
-                        "s": inside,
-                        "weight": _rounded(kept.tolist()),
-                        "total": round(kept.sum().item(), DIGITS),
-                    }
-                )
-    step = slider("step", "output step", list(range(1, steps + 1)), 1)
+    start = (steps + 1) // 2 if step is None else step
+    step_t = slider("step", "output step t", list(range(1, steps + 1)), start)
     p_t = slider("p", "window centre p_t", p_values, p_values[len(p_values) // 2])
     half_width = slider(
-        "D", "half-width D", list(half_widths), half_widths[len(half_widths) // 2]
+        "D",
+        "half-width D (σ = D/2)",
+        list(half_widths),
+        half_widths[len(half_widths) // 2],
     )
     labels = json.dumps(list(source))
     positions = alt.Scale(domain=[-0.5, length - 0.5], nice=False, zero=False)
@@ -252,74 +302,120 @@ def local_window_weights(
         labelOverlap=False,
         title="source word",
     )
-    x = alt.X("s:Q", scale=positions, axis=words)
-    y = alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1]), title="weight")
-    width = 28 * length
-    bar_width = 0.7 * width / length
+    x = alt.X("x:Q", scale=positions, axis=words)
+    unit = alt.Scale(domain=[0, 1])
+    colour = alt.Color(
+        "series:N",
+        scale=alt.Scale(domain=list(SERIES), range=list(SERIES.values())),
+        title=None,
+    )
+    width = 24 * length
     at_window = where({"p": "p", "D": "D"})
+    # the softmax depends on the window only, that is on the rounded centre
+    at_cut = "datum.D == D && datum.m == floor(p + 0.5)"
+
+    def bars(data: str, keep: str, series: str, shift: float) -> alt.Chart:
+        """Bars of ``series`` at the output step, from the row of ``data`` that
+        ``keep`` lets through, ``shift`` word from the word's position."""
+        return (
+            alt.Chart(alt.NamedData(data), name=f"{data}_weights")
+            .transform_filter(keep)
+            .transform_calculate(w="datum.weight[step - 1]")
+            .transform_flatten(["s", "w"])
+            .transform_calculate(
+                x=f"datum.s + {shift}",
+                series=json.dumps(series),
+                word=f"{labels}[datum.s]",
+            )
+            .mark_bar(size=(0.8 if shift == 0 else 0.38) * width / length)
+            .encode(
+                x=x,
+                y=alt.Y("w:Q", scale=unit, title="weight"),
+                color=colour,
+                tooltip=[
+                    alt.Tooltip("word:N", title="source word"),
+                    alt.Tooltip("series:N", title="weight"),
+                    alt.Tooltip("w:Q", title="value", format=".3f"),
+                ],
+            )
+        )
+
     shade = (
-        alt.Chart(alt.NamedData("window"))
+        alt.Chart(alt.NamedData("local"))
         .transform_filter(at_window)
         .mark_rect(color=OKABE_ITO[0], opacity=0.15)
         .encode(x=alt.X("low:Q", scale=positions, axis=words), x2="high:Q")
     )
     centre_rule = (
         alt.Chart(alt.Data(values=[{}]))
-        .transform_calculate(centre="p")
+        .transform_calculate(x="p")
         .mark_rule(color=OKABE_ITO[4], strokeWidth=2)
-        .encode(x=alt.X("centre:Q", scale=positions, axis=words))
-    )
-    global_bars = (
-        alt.Chart(alt.Data(values=global_rows))
-        .transform_filter("datum.step == step")
-        .transform_flatten(["s", "weight"])
-        .mark_bar(color="grey", size=bar_width)
-        .encode(x=x, y=y, tooltip=["weight:Q"])
+        .encode(x=x)
     )
     gaussian = (
-        alt.Chart(alt.NamedData("window"), name="gaussian")
+        alt.Chart(alt.NamedData("local"), name="gaussian")
         .transform_filter(at_window)
         .transform_flatten(["s", "gauss"])
+        .transform_calculate(x="datum.s")
         .mark_line(
             color="black",
             strokeDash=[4, 3],
             point=alt.OverlayMarkDef(color="black"),
         )
         .encode(
-            x=alt.X("s:Q", scale=positions, axis=words),
-            y=alt.Y("gauss:Q", scale=alt.Scale(domain=[0, 1]), title="weight"),
+            x=x,
+            y=alt.Y("gauss:Q", scale=unit, title="weight"),
+            tooltip=[alt.Tooltip("gauss:Q", title="Gaussian", format=".3f")],
         )
     )
     left = alt.layer(
         shade,
-        global_bars,
+        bars("global", "true", "global weight", 0),
         gaussian,
         centre_rule,
-        title="global weights, window and Gaussian (dashed)",
+        title="global weights, window, Gaussian (dashed)",
     ).properties(width=width, height=200)
-    local_bars = (
-        alt.Chart(alt.NamedData("local"), name="local_weights")
-        .transform_filter(f"datum.step == step && {at_window}")
-        .transform_flatten(["s", "weight"])
-        .mark_bar(color=OKABE_ITO[3], size=bar_width)
-        .encode(x=x, y=y, tooltip=["weight:Q"])
-    )
-    total = (
-        alt.Chart(alt.NamedData("local"))
-        .transform_filter(f"datum.step == step && {at_window}")
-        .transform_calculate(
-            text="'sum of the weights: ' + format(datum.total, '.3f')"
-        )
-        .mark_text(align="right", baseline="top", dx=-4, dy=4)
-        .encode(text="text:N", x=alt.value(width), y=alt.value(0))
-    )
     right = alt.layer(
-        shade, local_bars, centre_rule, total, title="local-p weights"
+        shade,
+        bars("window", at_cut, "softmax inside the window", -0.2),
+        bars("local", at_window, "times the Gaussian: local-p weight", 0.2),
+        centre_rule,
+        title="softmax in the window, times the Gaussian",
     ).properties(width=width, height=200)
-    # hconcat appends the panel's index to a layer's name: the spec names these two
-    # "gaussian_0" and "local_weights_1" (their marks "local_weights_1_marks", ...)
+
+    def gauge(data: str, keep: str, field: str, text: str) -> alt.LayerChart:
+        """A bar from 0 to the output step's ``field`` in the row of ``data`` that
+        ``keep`` lets through, labelled ``text`` and the value."""
+        base = (
+            alt.Chart(alt.NamedData(data))
+            .transform_filter(keep)
+            .transform_calculate(
+                value=f"datum.{field}[step - 1]",
+                label=f"{json.dumps(text)} + format(datum.{field}[step - 1], '.3f')",
+            )
+        )
+        return alt.layer(
+            base.mark_bar(color="#DDDDDD", height=18).encode(
+                x=alt.X("value:Q", scale=unit, axis=None)
+            ),
+            base.mark_text(align="left", dx=4)
+            .encode(x=alt.value(0), text="label:N")
+            .properties(name=f"{field}_text"),
+        ).properties(width=width, height=20)
+
+    kept = gauge("window", at_cut, "kept", "global weight inside the window: ")
+    total = gauge("local", at_window, "total", "sum of the local-p weights: ")
     return (
-        alt.hconcat(left, right)
-        .add_params(step, p_t, half_width)
-        .properties(datasets={"window": gauss_rows, "local": local_rows})
+        alt.hconcat(
+            alt.vconcat(left, kept, spacing=4), alt.vconcat(right, total, spacing=4)
+        )
+        .add_params(step_t, p_t, half_width)
+        .properties(
+            datasets={
+                "global": global_rows,
+                "window": window_rows,
+                "local": local_rows,
+            }
+        )
+        .configure_legend(orient="bottom", direction="vertical")
     )

@@ -4,7 +4,7 @@ instance (chapter 11)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import torch
@@ -13,6 +13,7 @@ from attnlab._validate import check_last_dim, check_ndim, check_shape
 from attnlab.explorable.controls import slider
 from attnlab.explorable.page import OKABE_ITO
 from attnlab.pointer import PointerNet
+from attnlab.tasks import tour_length
 
 # What an input is at a decoding step, and its colour.
 STATUS = {
@@ -199,122 +200,313 @@ def pointer_steps(
     return alt.vconcat(distribution, output).add_params(*controls)
 
 
+# What the edge that a step of a tour adds is to the optimal tour, and its colour.
+EDGES = {
+    "an edge of the optimal tour": "black",
+    "not in the optimal tour": OKABE_ITO[0],
+    "the first city": "#777777",
+}
+OPTIMAL = "the optimal tour"  # the last option of chapter 11's menu of tours
+TOUR_DIGITS = 6  # probabilities and coordinates rounded to 6 decimals
+
+
+def _six(values: Sequence[float]) -> list[float]:
+    return [round(v, TOUR_DIGITS) for v in values]
+
+
+def _edge(pair: Sequence[int], optimal: set[frozenset[int]]) -> str:
+    """What the edge between the cities ``pair`` is to the ``optimal`` tour's
+    edges."""
+    return list(EDGES)[0 if frozenset(pair) in optimal else 1]
+
+
+def followed(
+    model: PointerNet, points: torch.Tensor, tours: torch.Tensor
+) -> torch.Tensor:
+    """The pointer distribution of every step ``(L, n, n)`` when ``model`` is fed
+    the cities of ``tours (L, n)`` (teacher forcing, the cities visited masked): for
+    the greedy tours, greedy decoding's own distributions."""
+    with torch.no_grad():
+        return model(points, tours).exp()
+
+
+def _tour_rows(
+    model: PointerNet,
+    points: torch.Tensor,
+    names: Sequence[str],
+    optimal: torch.Tensor,
+    tours: Mapping[str, torch.Tensor],
+) -> dict[str, list[dict]]:
+    """The rows of :func:`tour_steps`, for each instance and tour followed: per
+    step, each city's pointer probability and status (``cities``), and the
+    probability of the city taken with the edge it adds (``taken``); the tour's
+    edges (``edges``: edge ``k`` reaches the city of step ``k``, the way back
+    closes the tour at step ``n``); its length, gap and probability
+    (``summary``); and the optimal tour, closed (``optimal``)."""
+    n = points.shape[1]
+    rows: dict[str, list[dict]] = {
+        key: [] for key in ("cities", "taken", "edges", "summary", "optimal")
+    }
+    best = tour_length(points, optimal)  # (L,)
+    for label, tour in tours.items():
+        probs = followed(model, points, tour)  # (L, n, n)
+        lengths = tour_length(points, tour)  # (L,)
+        with torch.no_grad():
+            probability = model.log_likelihood(points, tour).exp()  # (L,)
+        for i, name in enumerate(names):
+            order = tour[i].tolist()
+            x, y = _six(points[i, :, 0].tolist()), _six(points[i, :, 1].tolist())
+            cycle = optimal[i].tolist()
+            best_edges = {
+                frozenset(e) for e in zip(cycle, cycle[1:] + cycle[:1], strict=True)
+            }
+            at = {"which": name, "tour": label}
+            for t in range(1, n + 1):
+                before = set(order[: t - 1])
+                rows["cities"].append(
+                    {
+                        **at,
+                        "step": t,
+                        "city": list(range(n)),
+                        "x": x,
+                        "y": y,
+                        "p": _six(probs[i, t - 1].tolist()),
+                        "status": [
+                            list(STATUS)[
+                                0 if j == order[t - 1] else 1 if j in before else 2
+                            ]
+                            for j in range(n)
+                        ],
+                        "before": [int(j in before) for j in range(n)],
+                    }
+                )
+                rows["taken"].append(
+                    {
+                        **at,
+                        "k": t,
+                        "p": round(
+                            probs[i, t - 1, order[t - 1]].item(), TOUR_DIGITS
+                        ),
+                        "edge": _edge(order[t - 2 : t], best_edges)
+                        if t > 1
+                        else "the first city",
+                    }
+                )
+            closing = zip(order, order[1:] + order[:1], strict=True)
+            rows["edges"] += [
+                {
+                    **at,
+                    "k": min(k, n),
+                    "x": x[a],
+                    "y": y[a],
+                    "x2": x[b],
+                    "y2": y[b],
+                    "edge": _edge((a, b), best_edges),
+                }
+                for k, (a, b) in enumerate(closing, start=2)
+            ]
+            rows["summary"].append(
+                {
+                    **at,
+                    "length": round(lengths[i].item(), TOUR_DIGITS),
+                    "gap": round((lengths[i] / best[i] - 1).item(), TOUR_DIGITS),
+                    "probability": float(f"{probability[i].item():.6g}"),
+                }
+            )
+    for i, name in enumerate(names):
+        closed = [*optimal[i].tolist(), int(optimal[i, 0])]
+        x, y = _six(points[i, :, 0].tolist()), _six(points[i, :, 1].tolist())
+        rows["optimal"] += [
+            {"which": name, "k": k, "x": x[c], "y": y[c]}
+            for k, c in enumerate(closed, start=1)
+        ]
+    return rows
+
+
 def tour_steps(
     model: PointerNet,
     points: torch.Tensor,
     names: Sequence[str],
-    optimal: torch.Tensor | None = None,
+    optimal: torch.Tensor,
+    tours: Mapping[str, torch.Tensor] | None = None,
     step: int | None = None,
-) -> alt.LayerChart:
-    """Chapter 11: the tour a pointer network decodes greedily, step by step.
+) -> alt.HConcatChart:
+    """Chapter 11: a tour built one city at a time, with the pointer distribution of
+    every step.
 
     ``points (L, n, 2)``: ``L`` instances in the unit square, named ``names`` in a
-    menu; ``optimal (L, n)``, if given, their optimal tours, drawn dashed. A slider
-    picks the step ``t`` (starting at ``step``, the middle one by default): each
-    city is coloured by the probability that step ``t`` of ``model.greedy`` points
-    at it, the tour of steps ``1..t-1`` is drawn as a line, and the city step ``t``
-    chooses is ringed.
+    menu, with their optimal tours ``optimal (L, n)``. A second menu picks the tour
+    followed: one of ``tours`` (label -> ``(L, n)`` tours; default ``{"greedy
+    decoding": model.greedy(points).indices}``) or the optimal tour. At step ``t``
+    (a slider, starting at ``step``, the middle one by default) the model has been
+    fed the followed tour's first ``t - 1`` cities (:func:`followed`). The map
+    sizes each city by the probability that step ``t`` points at it, draws the
+    tour up to the city the step takes (ringed), each edge black where the optimal
+    tour (dashed) has it and orange where not; the bars give the whole
+    distribution, the cities visited shaded; the lower panel the probability of
+    the city each step takes, coloured by its edge, with the tour's length, its gap
+    to the optimum and its probability under the model.
     """
     check_ndim("points", points, "(instances, n, 2)", ndim=3)
     check_last_dim("points", points, 2, "(instances, n, 2)")
     _check_names(names, len(points))
-    if optimal is not None:
-        check_shape("optimal", optimal, points.shape[:2], "(instances, n)")
-    n = points.shape[1]
-    chosen, probs = _decode(model, points)
-    city_rows, tour_rows, choice_rows = [], [], []
-    for i, (name, order, steps) in enumerate(zip(names, chosen, probs, strict=True)):
-        xy = [[round(c, 8) for c in city] for city in points[i].tolist()]
-        x, y = [c[0] for c in xy], [c[1] for c in xy]
-        for t in range(1, n + 1):
-            city_rows.append(
-                {
-                    "which": name,
-                    "step": t,
-                    "city": list(range(n)),
-                    "x": x,
-                    "y": y,
-                    "p": steps[t - 1],
-                }
-            )
-            choice = order[t - 1]
-            choice_rows.append(
-                {
-                    "which": name,
-                    "step": t,
-                    "city": choice,
-                    "x": x[choice],
-                    "y": y[choice],
-                }
-            )
-        tours = [("greedy, so far", order)]
-        if optimal is not None:
-            # closed: back to the first city
-            tours.append(("optimal", [*optimal[i].tolist(), int(optimal[i, 0])]))
-        for tour, cities in tours:
-            tour_rows += [
-                {"which": name, "tour": tour, "k": k, "x": x[c], "y": y[c]}
-                for k, c in enumerate(cities, start=1)
-            ]
-    square = alt.Scale(domain=[0, 1])
-    at = "datum.which == which && datum.step == step"
-    line = (
-        alt.Chart(alt.Data(values=tour_rows), name="tour")
-        .mark_line(color="black", strokeWidth=2)
-        .encode(
-            x=alt.X("x:Q", scale=square, title="x"),
-            y=alt.Y("y:Q", scale=square, title="y"),
-            order="k:Q",
-            strokeDash=alt.StrokeDash(
-                "tour:N",
-                scale=alt.Scale(
-                    domain=["greedy, so far", "optimal"], range=[[1, 0], [2, 4]]
-                ),
-                title="tour",
-            ),
+    check_shape("optimal", optimal, points.shape[:2], "(instances, n)")
+    if tours is None:
+        with torch.no_grad():
+            tours = {"greedy decoding": model.greedy(points).indices}
+    if OPTIMAL in tours:
+        raise ValueError(
+            f"tours must not use the label {OPTIMAL!r}, the chart's own"
         )
-        .transform_filter(
-            "datum.which == which && (datum.tour == 'optimal' || datum.k < step)"
+    for label, tour in tours.items():
+        check_shape(f"tours[{label!r}]", tour, points.shape[:2], "(instances, n)")
+    options = [*tours, OPTIMAL]
+    rows = _tour_rows(model, points, names, optimal, {**tours, OPTIMAL: optimal})
+    n = points.shape[1]
+    unit = alt.Scale(domain=[0, 1])
+    this_tour = "datum.which == which && datum.tour == tour"
+    now = f"{this_tour} && datum.step == step"
+    # one colour scale for the cities and the edges, shared by the panels
+    colours = {**STATUS, **EDGES}
+    scale = alt.Scale(domain=list(colours), range=list(colours.values()))
+    status = alt.Color("status:N", scale=scale, title=None)
+    edge = alt.Color("edge:N", scale=scale, title=None)
+    cities = alt.Chart(alt.NamedData("cities")).transform_filter(now)
+    best = (
+        alt.Chart(alt.Data(values=rows["optimal"]))
+        .transform_filter("datum.which == which")
+        .mark_line(color="#999999", strokeDash=[3, 3], strokeWidth=1.5)
+        .encode(
+            x=alt.X("x:Q", scale=unit, title="x"),
+            y=alt.Y("y:Q", scale=unit, title="y"),
+            order="k:Q",
         )
     )
-    cities = (
-        alt.Chart(alt.Data(values=city_rows), name="cities")
-        .mark_circle(size=220, stroke="black", strokeWidth=1, opacity=1)
+    edges = (
+        alt.Chart(alt.Data(values=rows["edges"]), name="edges")
+        .transform_filter(f"{this_tour} && datum.k <= step")
+        .mark_rule(strokeWidth=2.5)
+        .encode(x="x:Q", y="y:Q", x2="x2:Q", y2="y2:Q", color=edge)
+    )
+    dots = (
+        cities.transform_flatten(["city", "x", "y", "p", "status"])
+        .transform_calculate(size="datum.status == 'chosen before' ? 0 : datum.p")
+        .mark_circle(stroke="white", strokeWidth=0.5, opacity=1)
         .encode(
             x="x:Q",
             y="y:Q",
-            color=alt.Color(
-                "p:Q",
-                scale=alt.Scale(scheme="viridis", domain=[0, 1]),
-                title="pointer probability",
+            color=status,
+            size=alt.Size(
+                "size:Q",
+                scale=alt.Scale(domain=[0, 1], range=[40, 900]),
+                legend=None,
             ),
-            tooltip=["city:O", alt.Tooltip("p:Q", format=".4f")],
+            tooltip=["city:O", alt.Tooltip("p:Q", format=".4f"), "status:N"],
         )
-        .transform_filter(at)
-        .transform_flatten(["city", "x", "y", "p"])
+        .properties(name="cities")
     )
     ring = (
-        alt.Chart(alt.Data(values=choice_rows), name="choice")
-        .mark_point(
-            size=700, shape="circle", color=OKABE_ITO[4], strokeWidth=3, opacity=1
-        )
-        .encode(x="x:Q", y="y:Q", tooltip=["city:O"])
-        .transform_filter(at)
+        cities.transform_flatten(["city", "x", "y", "status"])
+        .transform_filter(f"datum.status == {list(STATUS)[0]!r}")
+        .mark_point(size=1000, shape="circle", color="black", strokeWidth=2)
+        .encode(x="x:Q", y="y:Q")
+        .properties(name="choice")
     )
-    label = (
-        alt.Chart(alt.Data(values=choice_rows))
-        .mark_text(dy=-22, color=OKABE_ITO[4], fontWeight="bold")
-        .encode(x="x:Q", y="y:Q", text=alt.value("greedy choice"))
-        .transform_filter(at)
+    numbers = (
+        cities.transform_flatten(["city", "x", "y"])
+        .mark_text(dx=11, dy=-9, fontSize=11)
+        .encode(x="x:Q", y="y:Q", text="city:N")
+    )
+    tour_map = alt.layer(
+        best,
+        edges,
+        dots,
+        ring,
+        numbers,
+        title="the tour so far (dashed: the optimal tour)",
+    ).properties(width=300, height=300)
+    city_axis = alt.X(
+        "city:O",
+        scale=alt.Scale(domain=list(range(n))),
+        title="city",
+        axis=alt.Axis(labelAngle=0),
+    )
+    distribution = (
+        alt.layer(
+            alt.Chart()
+            .mark_bar(color="#E5E5E5")
+            .encode(x=city_axis, y=alt.Y("before:Q", scale=unit, title=None)),
+            alt.Chart()
+            .mark_bar()
+            .encode(
+                x=city_axis,
+                y=alt.Y("p:Q", scale=unit, title="pointer probability"),
+                color=status,
+                tooltip=["city:O", alt.Tooltip("p:Q", format=".4f"), "status:N"],
+            ),
+            data=alt.NamedData("cities"),
+            name="pointer",
+            title="pointer distribution (shaded: visited)",
+        )
+        .transform_filter(now)
+        .transform_flatten(["city", "p", "status", "before"])
+        .properties(width=270, height=130)
+    )
+    step_axis = alt.X(
+        "k:O",
+        scale=alt.Scale(domain=list(range(1, n + 1))),
+        title="step",
+        axis=alt.Axis(labelAngle=0),
+    )
+    taken = (
+        alt.layer(
+            alt.Chart()
+            .mark_bar()
+            .encode(
+                x=step_axis,
+                y=alt.Y("p:Q", scale=unit, title="probability"),
+                color=edge,
+                tooltip=["k:O", alt.Tooltip("p:Q", format=".4f"), "edge:N"],
+            ),
+            # a frame around the column of the step the slider is at
+            alt.Chart()
+            .transform_filter("datum.k == step")
+            .transform_calculate(top="1")
+            .mark_bar(
+                filled=False, stroke=STATUS["chosen at this step"], strokeWidth=2
+            )
+            .encode(x=step_axis, y=alt.Y("top:Q", scale=unit)),
+            data=alt.Data(values=rows["taken"]),
+            name="taken",
+            title="the probability of the city each step takes",
+        )
+        .transform_filter(this_tour)
+        .properties(width=270, height=100)
+    )
+    summary = (
+        alt.Chart(alt.Data(values=rows["summary"]), name="summary")
+        .transform_filter(this_tour)
+        .transform_calculate(
+            text="'length ' + format(datum.length, '.3f') + ', '"
+            " + format(datum.gap, '.1%') + ' above the optimum; its probability '"
+            " + format(datum.probability, '.2~g')"
+        )
+        .mark_text(align="left", baseline="middle")
+        .encode(x=alt.value(0), y=alt.value(8), text="text:N")
+        .properties(width=270, height=16, view=alt.ViewConfig(stroke=None))
     )
     start = (n + 1) // 2 if step is None else step
     return (
-        alt.layer(line, cities, ring, label)
+        alt.hconcat(tour_map, alt.vconcat(distribution, taken, summary))
         .add_params(
             _which(names, "test instance"),
+            alt.param(
+                name="tour",
+                value=options[0],
+                bind=alt.binding_select(options=options, name="tour followed "),
+            ),
             slider("step", "decoding step", list(range(1, n + 1)), start),
         )
-        .properties(
-            width=380, height=380, title="greedy decoding, one step at a time"
-        )
+        .properties(datasets={"cities": rows["cities"]})  # once, for every layer
+        .configure_legend(orient="bottom", direction="vertical")
     )
