@@ -223,17 +223,23 @@ NAP = "import time\ntime.sleep(60)"  # longer than the limit per cell, TIMEOUT
 TIMEOUT = 20
 
 
-def test_a_crash_a_loop_and_a_text_file_cost_only_their_own_points(
-    released_course, tmp_path
-):
+def first_chapter(released: Path, tmp_path: Path) -> tuple:
+    """A copy of the released course, the first chapter, its submissions (see
+    :func:`submissions`) and its first code exercise."""
     course = tmp_path / "course"
-    shutil.copytree(released_course, course)
+    shutil.copytree(released, course)
     chapter = CHAPTERS[0]
     solution = cut(
         nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4)
     )
-    subs = submissions(solution)
     first = next(e for e in exercises(solution) if e.kind == "code")
+    return course, chapter, submissions(solution), first
+
+
+def test_a_crash_a_loop_and_a_text_file_cost_only_their_own_points(
+    released_course, tmp_path
+):
+    course, chapter, subs, first = first_chapter(released_course, tmp_path)
     crash, nap = copy.deepcopy(subs["ana"]), copy.deepcopy(subs["ana"])
     parricide = copy.deepcopy(subs["ana"])
     # in the first answer, before its function is defined: that exercise fails
@@ -290,14 +296,7 @@ def test_a_crash_a_loop_and_a_text_file_cost_only_their_own_points(
 
 def test_the_same_limits_hold_serially(released_course, tmp_path):
     """A loop and a crash cost the same points in one process as with workers."""
-    course = tmp_path / "course"
-    shutil.copytree(released_course, course)
-    chapter = CHAPTERS[0]
-    solution = cut(
-        nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4)
-    )
-    subs = submissions(solution)
-    first = next(e for e in exercises(solution) if e.kind == "code")
+    course, chapter, subs, first = first_chapter(released_course, tmp_path)
     nap = copy.deepcopy(subs["ana"])
     nap.cells[first.answer].source = f"{NAP}\n{CRASH}\n" + nap.cells[first.answer].source
     submit(course, chapter, "ana", subs["ana"])
