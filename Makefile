@@ -43,7 +43,7 @@ robust: $(STAMP)
 # The records the chapters conclude from, made again from nothing in _build/records/ (the weekly workflow
 # records.yml; `make records RECORDS=pointer-networks` makes one): each command fails when its new record
 # contradicts what its chapter states over seeds. The committed records in results/ are left as they are.
-RECORDS ?= encoder-decoder bahdanau-attention luong-attention soft-vs-hard parameterized-attention \
+RECORDS ?= scoring-retrieval encoder-decoder bahdanau-attention luong-attention soft-vs-hard parameterized-attention \
 	transformer-translation neural-turing-machines pointer-networks pointer-networks-tsp \
 	rnnenc-plateau transformer-vs-rnn pointer-tsp lstm-copy-longer
 records: $(STAMP)

@@ -10,7 +10,7 @@ its end with errors allowed, so that the table names the first failing cell and
 counts the others.
 
     python scripts/robust.py --out _build/robust --table book/robustness_table.md \\
-        notebooks/03_encoder_decoder.ipynb notebooks/09_neural_turing_machines.ipynb
+        notebooks/03_encoder_decoder.ipynb notebooks/10_neural_turing_machines.ipynb
 
 Each run is recorded in ``--out``/runs/; ``results.json`` and ``table.md`` there hold
 every recorded run, so that conditions run one at a time add up (``--fresh`` forgets

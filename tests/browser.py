@@ -118,7 +118,7 @@ def explorable_page(charts: dict[str, object], *, viewport: tuple[int, int] = (1
         outputs = [explorable.html(chart, name, f"Explorable {name}.").data for name, chart in charts.items()]
         (site / "notebooks" / "page.html").write_text(
             "<!doctype html><html><head><meta charset='utf-8'><title>explorables</title>"
-            f"<link rel='icon' href='data:,'><style>figure {{ margin: 1em 0; }} body {{ font-size: 16px; }} select {{ font: inherit; }}</style></head>"
+            f"<link rel='icon' href='data:,'><style>figure {{ margin: 1em 0; padding: 0 8px; }} body {{ font-size: 16px; }} select {{ font: inherit; }}</style></head>"
             f"<body><main style='max-width: {column or 10_000}px'>"
             f"{''.join(outputs)}</main></body></html>")
         address = stack.enter_context(serve(site))
@@ -140,6 +140,39 @@ def explorable_page(charts: dict[str, object], *, viewport: tuple[int, int] = (1
 TOO_WIDE = """Array.from(document.querySelectorAll('figure.attnlab-explorable'))
   .map(f => [f.id, f.querySelector('.attnlab-live').scrollWidth, f.clientWidth])
   .filter(([id, drawn, room]) => drawn > room + 1)"""
+
+
+# What an explorable figure shows lies inside its figure's content box (inside the padding, where the chart is
+# drawn): every text of the chart (tick labels, titles, legends) and every control's label, input and value, and a
+# slider's value on the slider's line. [figure id, what, the text].
+OUTSIDE = """Array.from(document.querySelectorAll('figure.attnlab-explorable')).flatMap(f => {
+  if (!f.querySelector('.attnlab-live svg')) { return []; }
+  const style = getComputedStyle(f), box = f.getBoundingClientRect();
+  const left = box.left + parseFloat(style.paddingLeft), right = box.right - parseFloat(style.paddingRight);
+  const top = box.top + parseFloat(style.paddingTop), bottom = box.bottom - parseFloat(style.paddingBottom);
+  const out = r => r.width > 0 && (r.left < left - 1 || r.right > right + 1 || r.top < top - 1 || r.bottom > bottom + 1);
+  const texts = Array.from(f.querySelectorAll('.attnlab-live svg text')).filter(t => t.textContent.trim())
+    .filter(t => out(t.getBoundingClientRect())).map(t => [f.id, 'chart text', t.textContent]);
+  const controls = Array.from(f.querySelectorAll('.vega-bindings label > *'))
+    .filter(e => out(e.getBoundingClientRect())).map(e => [f.id, 'control', e.textContent || e.getAttribute('name')]);
+  const apart = Array.from(f.querySelectorAll('.vega-bindings input[type=range]')).filter(input => {
+    const value = input.nextElementSibling;
+    if (!value) { return false; }
+    const a = input.getBoundingClientRect(), b = value.getBoundingClientRect();
+    return (a.top + a.bottom) / 2 < b.top || (a.top + a.bottom) / 2 > b.bottom;
+  }).map(input => [f.id, 'slider value not beside its slider', input.getAttribute('name')]);
+  return [...texts, ...controls, ...apart];
+})"""
+# The text of an explorable chart as shown, in CSS pixels (its font size times the scale the chart is drawn at,
+# rotated text included),
+# where it is below 9 CSS points (12 pixels): [figure id, the text, its size].
+SMALLEST_PX = 12
+SMALL_TEXT = """Array.from(document.querySelectorAll('figure.attnlab-explorable .attnlab-live svg text'))
+  .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+  .map(t => [t.closest('figure').id, t.textContent.slice(0, 40),
+             Math.round(parseFloat(getComputedStyle(t).fontSize)
+               * Math.hypot(t.getScreenCTM().a, t.getScreenCTM().b) * 10) / 10])
+  .filter(([id, text, px]) => px < """ + str(SMALLEST_PX) + """ - 0.05)"""
 
 
 def check_local_and_ready(opened, charts: int) -> None:

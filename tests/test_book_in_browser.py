@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, REQUIRED, TOO_WIDE, serve
+from attnlab.plot import DPI, SMALLEST_PT
+from tests.browser import (
+    CHROMIUM,
+    OUTSIDE,
+    REQUIRED,
+    SMALL_TEXT,
+    SMALLEST_PX,
+    TOO_WIDE,
+    serve,
+)
 from tests.browser import browser as open_browser
 from tests.notebook_files import NOTEBOOKS, ROOT
 
@@ -100,6 +109,20 @@ def wait_for_explorables(page) -> None:
                            "document.querySelectorAll('figure.attnlab-explorable').length", timeout=20_000)
 
 
+# A figure a cell drew (a PNG of DPI dots per inch, or an SVG of 96 pixels per inch) has no text below SMALLEST_PT
+# points as drawn (tests/test_plot.py: attnlab.plot.rendered_points for the library's figures, the notebooks' font
+# sizes and widths), so shown at w CSS pixels of its natural n its smallest text is at least
+# SMALLEST_PT / 72 * (pixels per inch) * w / n CSS pixels: it must be 9 CSS points (12 pixels), less the 2 % by which
+# an output's image box (704 pixels at 1280) is narrower than the 720-pixel column attnlab.plot measures against.
+# [image, natural width, shown width, the smallest text's pixels].
+FIGURE_TEXT = """Array.from(document.querySelectorAll('article .cell_output img:not(.attnlab-fallback)'))
+  .filter(i => i.getBoundingClientRect().width > 0 && i.naturalWidth > 0)
+  .map(i => [i.src.split('/').pop().slice(0, 16), i.naturalWidth, i.getBoundingClientRect().width,
+             Math.round(""" + str(SMALLEST_PT) + """ / 72 * (/[.]svg/i.test(i.src) ? 96 : """ + str(DPI) + """)
+                        * i.getBoundingClientRect().width / i.naturalWidth * 10) / 10])
+  .filter(([src, natural, shown, px]) => px < """ + str(SMALLEST_PX * 0.98) + """)"""
+
+
 def code_that_scrolls(page) -> list[str]:
     return page.evaluate(WIDE_CODE)
 
@@ -177,6 +200,10 @@ def test_page(browser, servers, edition, name):
         assert not page.evaluate(WIDE_MATH), f"equations wider than the column: {page.evaluate(WIDE_MATH)}"
         wait_for_explorables(page)
         assert not page.evaluate(TOO_WIDE), f"explorables wider than the column: {page.evaluate(TOO_WIDE)}"
+        assert not page.evaluate(OUTSIDE), f"explorables drawn outside their figure: {page.evaluate(OUTSIDE)}"
+        assert not page.evaluate(SMALL_TEXT), f"explorables' text below 12 pixels: {page.evaluate(SMALL_TEXT)}"
+        assert not page.evaluate(FIGURE_TEXT), (
+            f"figures shown so small that their text is below 9 points: {page.evaluate(FIGURE_TEXT)}")
         unnumbered = page.evaluate("Array.from(document.querySelectorAll('figure.attnlab-explorable'))"
                                    ".filter(f => !(f.parentElement.closest('figure') && f.parentElement"
                                    ".closest('figure').querySelector(':scope > figcaption .caption-number')))"
@@ -208,6 +235,8 @@ def test_chapter_on_a_phone(browser, servers, edition, name):
         wait_for_math(page)
         wait_for_explorables(page)
         assert not page.evaluate(TOO_WIDE), f"explorables wider than the column: {page.evaluate(TOO_WIDE)}"
+        assert not page.evaluate(OUTSIDE), f"explorables drawn outside their figure: {page.evaluate(OUTSIDE)}"
+        assert not page.evaluate(SMALL_TEXT), f"explorables' text below 12 pixels: {page.evaluate(SMALL_TEXT)}"
         assert not page.evaluate(PAGE_SCROLLS), "the page scrolls sideways on a phone"
         assert not errors, f"console errors: {errors}"
     finally:
@@ -229,6 +258,19 @@ def test_the_width_checks_find_a_wide_equation_and_a_page_that_scrolls(browser, 
         assert not page.evaluate(WIDE_MATH)
         page.evaluate("document.querySelector('article mjx-container[display=\"true\"]').style.maxWidth = '50px'")
         assert len(page.evaluate(WIDE_MATH)) == 1
+    finally:
+        page.close()
+
+
+def test_the_figure_check_finds_a_figure_shown_too_small(browser, server):
+    page, _ = open_page(browser, f"{server}/{CHAPTERS[0]}")
+    try:
+        # a figure narrower than the column, shown at full size, then at 90 % (9-point text at 100 dpi: 11.25 pixels)
+        image = ("Array.from(document.querySelectorAll('article .cell_output img:not(.attnlab-fallback)'))"
+                 ".find(i => i.naturalWidth < 700)")
+        natural, before = page.evaluate(f"{image}.naturalWidth"), len(page.evaluate(FIGURE_TEXT))
+        page.evaluate(f"{image}.style.width = '{round(natural * 0.9)}px'")
+        assert len(page.evaluate(FIGURE_TEXT)) == before + 1
     finally:
         page.close()
 

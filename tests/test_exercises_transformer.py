@@ -1,7 +1,8 @@
-"""The checks of the Transformer chapter accept right answers and explain typical wrong ones."""
+"""The checks of the two Transformer chapters accept right answers and explain typical wrong ones."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -10,7 +11,9 @@ from attnlab import alibi, transformer
 from attnlab.exercises import (
     ExerciseError,
     check_alibi_bias,
+    check_attention_masks,
     check_causal_mask,
+    check_decoder_layer,
     check_learned_positions,
     check_norm_experiment,
     check_sinusoidal_positions,
@@ -25,6 +28,8 @@ from attnlab.tasks.translation import (
 from attnlab.teaching.release import exercises
 from tests.notebook_files import ROOT, read
 from tests.wrong_answers.transformer import WRONG
+
+CHAPTERS = [ROOT / "notebooks" / "08_transformer.ipynb", ROOT / "notebooks" / "09_positions_and_cost.ipynb"]
 
 # --- the causal mask ----------------------------------------------------------------------------------------------
 
@@ -287,8 +292,7 @@ def test_norm_experiment_stub():
 
 @pytest.mark.parametrize("label", sorted(WRONG))
 def test_wrong_solution_cells_are_rejected_by_their_check_cell(label):
-    nb = read(ROOT / "notebooks" / "08_transformer.ipynb")
-    exercise = next(e for e in exercises(nb) if e.label == label)
+    nb, exercise = next((nb, e) for nb in map(read, CHAPTERS) for e in exercises(nb) if e.label == label)
     namespace = {"torch": torch, "nn": nn}
     exec("from attnlab.exercises import *", namespace)
     exec(WRONG[label], namespace)
@@ -368,3 +372,130 @@ def test_alibi_bias_rejects_the_library_and_stubs():
 
     with pytest.raises(ExerciseError, match="not implemented yet"):
         check_alibi_bias(stub)
+
+
+# --- the masks of the three places ---------------------------------------------------------------------------------
+
+
+def good_masks(src_mask, tgt_len):
+    keys = src_mask[:, None, :]
+    batch, length = src_mask.shape
+    causal = torch.ones(tgt_len, tgt_len, dtype=torch.bool).tril()
+    return keys.expand(batch, length, length), causal.expand(batch, tgt_len, tgt_len), keys.expand(batch, tgt_len, length)
+
+
+def loop_masks(src_mask, tgt_len):
+    """NumPy booleans built entry by entry"""
+    real = src_mask.numpy()
+    batch, length = real.shape
+    encoder = np.array([[[real[b, j] for j in range(length)] for _ in range(length)] for b in range(batch)])
+    decoder = np.array([[[j <= i for j in range(tgt_len)] for i in range(tgt_len)] for _ in range(batch)])
+    cross = np.array([[[real[b, j] for j in range(length)] for _ in range(tgt_len)] for b in range(batch)])
+    return encoder, decoder, cross
+
+
+@pytest.mark.parametrize("seed", [0, 2, None])
+@pytest.mark.parametrize("answer", [good_masks, loop_masks], ids=["tensor", "numpy"])
+def test_attention_masks_accepts_right_answers(answer, seed, capsys):
+    check_attention_masks(answer, seed=seed)
+    assert "passed" in capsys.readouterr().out
+
+
+def _replace(index, make):
+    def answer(src_mask, tgt_len):
+        masks = list(good_masks(src_mask, tgt_len))
+        masks[index] = make(src_mask, tgt_len, masks[index])
+        return tuple(masks)
+
+    return answer
+
+
+@pytest.mark.parametrize(("wrong", "message"), [
+    (_replace(0, lambda s, t, m: m & s[:, :, None]), "hides the padding positions' rows"),
+    (_replace(0, lambda s, t, m: s[:, :, None].expand_as(m)), "instead of padding columns"),
+    (_replace(0, lambda s, t, m: torch.ones_like(m)), "read the padding"),
+    (_replace(1, lambda s, t, m: m.transpose(1, 2)), "transposed causal mask"),
+    (_replace(1, lambda s, t, m: torch.ones_like(m)), "read the future"),
+    (_replace(2, lambda s, t, m: torch.ones_like(m)), "source's padding"),
+    (_replace(2, lambda s, t, m: m.transpose(1, 2)), "wrong shape"),
+    (_replace(1, lambda s, t, m: m.float()), "boolean"),
+    (lambda s, t: good_masks(s, t)[:2], "three masks"),
+], ids=["rows-too", "rows", "no-padding", "future", "no-causal", "cross-padding", "cross-shape", "float", "two"])
+def test_attention_masks_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_attention_masks(wrong)
+
+
+def test_attention_masks_rejects_delegation_and_stubs():
+    with pytest.raises(ExerciseError, match="library's own version"):
+        check_attention_masks(lambda s, t: transformer.attention_masks(s, t))
+
+    def stub(src_mask, tgt_len):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseError, match="not implemented yet"):
+        check_attention_masks(stub)
+
+
+def test_attention_masks_messages_never_state_the_masks():
+    for wrong in (_replace(1, lambda s, t, m: ~m), _replace(0, lambda s, t, m: ~m)):
+        with pytest.raises(ExerciseError) as caught:
+            check_attention_masks(wrong)
+        assert "tensor(" not in str(caught.value) and "True," not in str(caught.value)
+
+
+# --- the decoder layer to debug ------------------------------------------------------------------------------------
+
+
+def good_decoder(layer, x, memory, memory_mask, *, future=False, residual=True, padding=True, as_numpy=False):
+    causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+    mixed, _ = layer.self_attention(x, x, x, attn_mask=causal.T if future else causal)
+    x = layer.norm1(x + mixed)
+    read, _ = layer.cross_attention(x, memory, memory, key_padding_mask=memory_mask if padding else None)
+    x = layer.norm2(x + read if residual else read)
+    out = layer.norm3(x + layer.feed_forward(x))
+    return out.detach().numpy() if as_numpy else out
+
+
+@pytest.mark.parametrize("seed", [0, 4, None])
+@pytest.mark.parametrize("answer", [good_decoder, lambda *a: good_decoder(*a, as_numpy=True)], ids=["tensor", "numpy"])
+def test_decoder_layer_accepts_right_answers(answer, seed, capsys):
+    check_decoder_layer(answer, seed=seed)
+    assert "passed" in capsys.readouterr().out
+
+
+def pre_norm_decoder(layer, x, memory, memory_mask):
+    causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+    h = layer.norm1(x)
+    x = x + layer.self_attention(h, h, h, attn_mask=causal)[0]
+    h = layer.norm2(x)
+    x = x + layer.cross_attention(h, memory, memory, key_padding_mask=memory_mask)[0]
+    return x + layer.feed_forward(layer.norm3(x))
+
+
+@pytest.mark.parametrize(("wrong", "message"), [
+    (lambda *a: good_decoder(*a, future=True), "transposed causal mask"),
+    (lambda *a: good_decoder(*a, residual=False), "cross-attention's output replaces x"),
+    (lambda *a: good_decoder(*a, padding=False), "source's padding"),
+    (lambda *a: good_decoder(*a, future=True, residual=False), "post-norm order"),
+    (pre_norm_decoder, "post-norm order"),
+    (lambda *a: (good_decoder(*a), None), "alone"),
+], ids=["future", "no-residual", "no-padding", "both-bugs", "pre-norm", "tuple"])
+def test_decoder_layer_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_decoder_layer(wrong)
+
+
+def test_decoder_layer_rejects_delegation_and_stubs():
+    def delegate(layer, x, memory, memory_mask):
+        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+        return layer(x, memory, tgt_mask=mask, memory_key_padding_mask=memory_mask)[0]
+
+    with pytest.raises(ExerciseError, match="library's own version"):
+        check_decoder_layer(delegate)
+
+    def stub(layer, x, memory, memory_mask):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseError, match="not implemented yet"):
+        check_decoder_layer(stub)

@@ -1,4 +1,4 @@
-"""The measures chapter 8's and 9's records take, on hand-made cases: words right by target position, alignment
+"""The measures the records of chapters 8 to 10 take, on hand-made cases: words right by target position, alignment
 before and after a target position, the cross-attention head chosen on validation data, and the models built."""
 
 from types import SimpleNamespace

@@ -182,7 +182,7 @@ def test_ntm_addressing_controls(page, charts):
 
 
 def test_every_chapter_shows_an_explorable_the_book_test_moves():
-    """Each chapter (1-11) shows at least one explorable figure, and tests/test_explorables_in_book.py moves its
+    """Each chapter (1-12) shows at least one explorable figure, and tests/test_explorables_in_book.py moves its
     controls in the built book."""
     import ast
 

@@ -1,6 +1,7 @@
 """The explorable figures fit their column, read at draw time (attnlab.explorable.html): side-by-side panels are
 stacked and fixed widths narrowed where the column is narrower than the chart, on a phone and in the book's
-720-pixel column, and every control still moves the chart."""
+720-pixel column, every control still moves the chart, everything drawn lies inside the figure (a slider's value
+beside its slider) and no text is below 12 pixels."""
 
 import pytest
 import torch
@@ -16,15 +17,22 @@ from attnlab.tasks.translation import (
 from attnlab.train import seed_everything
 from attnlab.transformer import Transformer
 from tests.browser import (
+    OUTSIDE,
+    SMALL_TEXT,
     TOO_WIDE,
     after,
     check_local_and_ready,
     explorable_page,
     slide,
 )
+from tests.test_explorable_pointing import tsp_model_and_instances
 
 # A phone (390 x 844, a 358-pixel column as in the book) and the book's column at 1280 pixels.
 LAYOUTS = {"phone": ((390, 844), 358), "desktop": ((1280, 900), 720)}
+
+
+def _weights(steps: int, words: int) -> torch.Tensor:
+    return torch.softmax(3 * torch.randn(steps, words, generator=torch.Generator().manual_seed(0)), -1)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +46,14 @@ def charts():
     transformer = Transformer(len(SOURCE_VOCAB), len(TARGET_VOCAB), d_model=16, n_heads=2, n_layers=2, d_ff=32,
                               pad_id=TARGET_VOCAB.pad, bos_id=TARGET_VOCAB.bos, eos_id=TARGET_VOCAB.eos).eval()
     sentences = ["big red dogs see cats because old kings love small birds", "young wolves follow horses"]
+    tsp, points, tours = tsp_model_and_instances(n=10, count=3)
+    words = "the old king saw the young wolves follow small birds at night".split()
     return {
+        # chapter 5's sliders, one with a long label; chapter 12's map, its axis ending at the right edge
+        "window": explorable.local_window_weights(_weights(11, 12), words, half_widths=(1, 2, 3, 4, 5)),
+        "tour": explorable.tour_steps(tsp, points, ["test instance 1", "test instance 2", "test instance 3"], tours, {
+            "greedy decoding": tsp.greedy(points).indices,
+            "the shortest of a beam of 10": tsp.beam_search(points, 10)[0][:, 0]}),
         # a square heatmap under a long caption, four menus, one with a whole sentence as an option
         "heads": explorable.transformer_heads(transformer, [make_example(s.split()) for s in sentences]),
         "decoder": explorable.decoder_steps(model, examples, top=4),  # two panels, 904 pixels side by side
@@ -54,13 +69,28 @@ def test_a_chart_wider_than_its_column_is_found(charts):
         assert [row[0] for row in tab.evaluate(TOO_WIDE)] == ["decoder-figure"]
 
 
+def test_text_outside_its_figure_a_slider_value_apart_and_small_text_are_found(charts):
+    with explorable_page({"window": charts["window"]}, viewport=(390, 844), column=358) as opened:
+        tab = opened[0]
+        assert not tab.evaluate(OUTSIDE) and not tab.evaluate(SMALL_TEXT)
+        tab.evaluate("document.querySelector('#window-figure').style.width = '250px'")  # the chart overflows it
+        assert {row[1] for row in tab.evaluate(OUTSIDE)} == {"chart text"}
+        tab.evaluate("document.querySelector('#window-figure').style.width = ''")
+        tab.evaluate("document.querySelector('#window input[type=range]').nextElementSibling.style.flex = '0 0 100%'")
+        assert [row[1:] for row in tab.evaluate(OUTSIDE)] == [["slider value not beside its slider", "step"]]
+        tab.evaluate("document.querySelector('#window svg').style.width = '200px'")  # a picture scaled down
+        assert tab.evaluate(SMALL_TEXT)
+
+
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_every_chart_fits_its_column_and_still_moves(charts, layout):
     viewport, column = LAYOUTS[layout]
     with explorable_page(charts, viewport=viewport, column=column) as opened:
-        check_local_and_ready(opened, charts=3)
+        check_local_and_ready(opened, charts=len(charts))
         tab = opened[0]
         assert not tab.evaluate(TOO_WIDE)
+        assert not tab.evaluate(OUTSIDE)
+        assert not tab.evaluate(SMALL_TEXT)
         assert tab.evaluate("document.documentElement.scrollWidth") <= viewport[0]
         drawn, _ = after(tab, slide(tab, "decoder", "output step", "ArrowRight"), "decoder", "top_words_marks")
         assert drawn

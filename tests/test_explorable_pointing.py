@@ -1,4 +1,4 @@
-"""The step-by-step pointing charts (attnlab.explorable.pointing, chapters 10 and 11): data equal to the pointer
+"""The step-by-step pointing charts (attnlab.explorable.pointing, chapters 11 and 12): data equal to the pointer
 network's greedy decoding, and controls that move the drawn chart in headless Chromium."""
 
 import pytest
@@ -208,13 +208,13 @@ def test_the_charts_refuse_what_they_cannot_draw(sorting, touring):
 
 
 def test_html_size_at_the_chapters_sizes():
-    """Chapter 10 shows four lists of ten numbers, chapter 11 three instances of ten cities and three tours."""
+    """Chapter 11 shows four lists of ten numbers, chapter 12 three instances of ten cities and three tours."""
     model, lists = sorter_and_lists(n=10, count=4)
     tsp, points, tours = tsp_model_and_instances(n=10, count=3)
     pages = {
-        "chapter 10": explorable.html(explorable.pointer_steps(model, lists, [f"list {i}" for i in range(4)]),
+        "chapter 11": explorable.html(explorable.pointer_steps(model, lists, [f"list {i}" for i in range(4)]),
                                       "pointer-steps", "The pointer distribution step by step.").data,
-        "chapter 11": explorable.html(explorable.tour_steps(tsp, points, ["a", "b", "c"], tours, {
+        "chapter 12": explorable.html(explorable.tour_steps(tsp, points, ["a", "b", "c"], tours, {
             "greedy decoding": tsp.greedy(points).indices, "shortest of a beam of 10": tsp.beam_search(points, 10)[0][:, 0]
         }), "tour-steps", "The tour step by step.").data,
     }

@@ -34,12 +34,13 @@ EXPLORABLES = {
     "notebooks/06_soft_and_hard_attention.html": {"reinforce-draws": "estimates_marks"},
     "notebooks/07_parameterized_attention.html": {"dk-scaling": "weights_marks"},
     "notebooks/08_transformer.html": {"transformer-heads": "weights_marks"},
+    "notebooks/09_positions_and_cost.html": {"transformer-long-alignment": "step_weights_marks"},
     "notebooks/03_encoder_decoder.html": {"decoder-steps": "top_words_marks"},
     "notebooks/04_bahdanau_attention.html": {"alignment-heatmap": "step_weights_marks"},
     "notebooks/05_luong_attention.html": {"local-window": "local_weights_0_marks"},
-    "notebooks/09_neural_turing_machines.html": {"ntm-addressing": "step4_marks"},
-    "notebooks/10_pointer_networks.html": {"pointer-steps": "pointer_layer_1_marks"},
-    "notebooks/11_pointer_networks_tsp.html": {"tour-steps": "cities_0_marks"},
+    "notebooks/10_neural_turing_machines.html": {"ntm-addressing": "step4_marks"},
+    "notebooks/11_pointer_networks.html": {"pointer-steps": "pointer_layer_1_marks"},
+    "notebooks/12_pointer_networks_tsp.html": {"tour-steps": "cities_0_marks"},
 }
 # The drawn data as JSON, to compare before and after a control moved.
 DRAWN_JSON = f"args => JSON.stringify(({DRAWN})(args))"

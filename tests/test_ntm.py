@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab import ntm
+from attnlab import ntm, ntm_kernels
 from attnlab.tasks import copy as copytask
 
 
@@ -237,6 +237,112 @@ def test_address_heads_keeps_zeros_and_a_pure_shift_exact():
     one = torch.ones(1, 1, 1)
     out = ntm.address_heads(memory, w_prev, torch.ones(1, 1, 2), one, 0 * one, kernel, one)
     assert torch.equal(out, torch.tensor([[[1.0, 0.0, 0.0, 0.0, 0.0]]]))
+
+
+def test_address_heads_gradient_equals_the_reference_steps(gen):
+    """The hand-written gradient of the fused addressing against autograd through the four reference steps."""
+    batch, heads, n, m = 2, 2, 6, 3
+    d = dict(dtype=torch.float64)
+    inputs = [
+        torch.randn(batch, n, m, generator=gen, **d),
+        torch.softmax(3 * torch.randn(batch, heads, n, generator=gen, **d), -1),
+        torch.randn(batch, heads, m, generator=gen, **d),
+        5 * torch.rand(batch, heads, 1, generator=gen, **d),
+        torch.rand(batch, heads, 1, generator=gen, **d),
+        torch.softmax(torch.randn(batch, heads, 3, generator=gen, **d), -1),
+        1 + 3 * torch.rand(batch, heads, 1, generator=gen, **d),
+    ]
+    upstream = torch.randn(batch, heads, n, generator=gen, **d)
+    fused = [x.clone().requires_grad_(True) for x in inputs]
+    (ntm.address_heads(*fused) * upstream).sum().backward()
+    ref = [x.clone().requires_grad_(True) for x in inputs]
+    memory, w_prev, key, beta, gate, kernel, gamma = ref
+    out = torch.stack([ntm.address(memory, w_prev[:, h], key[:, h], beta[:, h, 0], gate[:, h, 0], kernel[:, h],
+                                   gamma[:, h, 0]) for h in range(heads)], dim=1)
+    (out * upstream).sum().backward()
+    for a, b in zip(fused, ref, strict=True):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-9, atol=1e-12)
+
+
+def test_read_and_write_equal_read_then_write_in_values_and_gradients(gen):
+    """The NTM's read and write with a hand-written gradient against the reference functions, and gradcheck."""
+    d = dict(dtype=torch.float64)
+    inputs = [torch.randn(3, 5, 4, generator=gen, **d), torch.stack([randw(3, 5, gen, torch.float64), randw(3, 5, gen, torch.float64)], 1),
+              torch.rand(3, 4, generator=gen, **d), torch.rand(3, 4, generator=gen, **d) * 2 - 1]
+    up_read, up_memory = torch.randn(3, 4, generator=gen, **d), torch.randn(3, 5, 4, generator=gen, **d)
+    fused = [x.clone().requires_grad_(True) for x in inputs]
+    r, memory = ntm_kernels.read_and_write(*fused)
+    ((r * up_read).sum() + (memory * up_memory).sum()).backward()
+    ref = [x.clone().requires_grad_(True) for x in inputs]
+    expected_r, expected_memory = ntm.read(ref[0], ref[1][:, 0]), ntm.write(ref[0], ref[1][:, 1], *ref[2:])
+    ((expected_r * up_read).sum() + (expected_memory * up_memory).sum()).backward()
+    torch.testing.assert_close(r, expected_r, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(memory, expected_memory, rtol=1e-12, atol=1e-12)
+    for a, b in zip(fused, ref, strict=True):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradcheck(ntm_kernels.read_and_write, fused)
+
+
+def test_lstm_cell_equals_torch_in_values_and_gradients(gen):
+    """The controller's step with a hand-written gradient against nn.LSTMCell, and gradcheck."""
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(5, 4).double()
+    d = dict(dtype=torch.float64)
+    inputs = [torch.randn(3, 5, generator=gen, **d), torch.randn(3, 4, generator=gen, **d),
+              torch.randn(3, 4, generator=gen, **d)]
+    up_h, up_c = torch.randn(3, 4, generator=gen, **d), torch.randn(3, 4, generator=gen, **d)
+    grads = []
+    for step in (lambda x, h, c: ntm_kernels.lstm_cell(cell, x, (h, c)), lambda x, h, c: cell(x, (h, c))):
+        cell.zero_grad()
+        leaves = [x.clone().requires_grad_(True) for x in inputs]
+        h, c = step(*leaves)
+        ((h * up_h).sum() + (c * up_c).sum()).backward()
+        grads.append([h, c, *(x.grad for x in leaves), *(p.grad.clone() for p in cell.parameters())])
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    leaves = [x.clone().requires_grad_(True) for x in inputs]
+    assert torch.autograd.gradcheck(lambda x, h, c: ntm_kernels.lstm_cell(cell, x, (h, c)), leaves)
+
+
+def test_head_parameters_kernel_equals_the_layer_and_the_reference_activations(gen):
+    """Both heads' parameters with a hand-written gradient against head_layer + ntm.head_parameters per head."""
+    torch.manual_seed(0)
+    layer = nn.Linear(6, 2 * (3 + 3 + 5)).double()  # M = 3, shifts -2..2
+    layer.bias.data[:] = 30 * torch.randn(layer.bias.shape, generator=gen, dtype=torch.float64)  # both softplus regimes
+    h0 = torch.randn(4, 6, generator=gen, dtype=torch.float64)
+    ups = [torch.randn(4, 2, n, generator=gen, dtype=torch.float64) for n in (3, 1, 1, 5, 1)]
+    results = []
+    for fused in (True, False):
+        layer.zero_grad()
+        h = h0.clone().requires_grad_(True)
+        if fused:
+            out = ntm_kernels.head_parameters(h, layer, 2, 3)
+        else:
+            heads = [ntm.head_parameters(raw, 3) for raw in layer(h).view(4, 2, -1).unbind(1)]
+            out = [torch.stack([hp[i] for hp in heads], 1).reshape(4, 2, -1) for i in range(5)]
+        sum((o * u).sum() for o, u in zip(out, ups, strict=True)).backward()
+        results.append([*out, h.grad, layer.weight.grad.clone(), layer.bias.grad.clone()])
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-7, atol=1e-9)
+    h = h0.clone().requires_grad_(True)
+    layer.bias.data[:] = torch.randn(layer.bias.shape, generator=gen, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda x: ntm_kernels.head_parameters(x, layer, 2, 3), (h,))
+
+
+def test_address_heads_gives_zero_gradients_at_zero_weights():
+    """A weighting that is exactly zero before sharpening stays zero, with zero, finite gradients."""
+    memory = torch.zeros(1, 5, 2, requires_grad=True)
+    w_prev = torch.zeros(1, 1, 5)
+    w_prev[0, 0, 1] = 1.0
+    w_prev.requires_grad_(True)
+    one = torch.ones(1, 1, 1)
+    kernel = torch.tensor([[[0.0, 1.0, 0.0]]], requires_grad=True)
+    gamma = (2 * one).requires_grad_(True)
+    out = ntm.address_heads(memory, w_prev, torch.ones(1, 1, 2), one, 0 * one, kernel, gamma)
+    assert torch.equal(out, w_prev.detach())
+    (out * torch.arange(5.0)).sum().backward()
+    for x in (memory, w_prev, kernel, gamma):
+        assert torch.isfinite(x.grad).all()
 
 
 def test_gradcheck_float64():

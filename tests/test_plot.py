@@ -76,35 +76,35 @@ FIGURES = {
             ["5-10", "11-20", "21-30", "31-40"], _seeds(4), _seeds(4)[2], label="local-m, D = 5"),
     },
     "weighting_panels": {
-        "four key strengths (chapter 9)": lambda: plot.weighting_panels(
+        "four key strengths (chapter 10)": lambda: plot.weighting_panels(
             {f"β = {beta:g}": _weights(1, 16, beta)[0] for beta in (0, 2, 10, 50)}),
-        "five addressing stages (chapter 9)": lambda: plot.weighting_panels(
+        "five addressing stages (chapter 10)": lambda: plot.weighting_panels(
             {name: _weights(1, 16, k)[0] for k, name in enumerate(
                 ["previous w (t-1)", "1. content w^c", "2. gated w^g", "3. shifted", "4. sharpened w (t)"])}),
         "five in one row, asked for": lambda: plot.weighting_panels(
             {f"g = {g:g}": _weights(1, 16, k)[0] for k, g in enumerate((0, 0.25, 0.5, 0.75, 1))}, ncols=5),
     },
     "sequence_images": {
-        "copy targets and outputs, 20 and 50 steps (chapter 9)": lambda: plot.sequence_images(
+        "copy targets and outputs, 20 and 50 steps (chapter 10)": lambda: plot.sequence_images(
             {f"{kind}, length {n}": torch.rand(n, 8) for n in (20, 50) for kind in ("target", "output")},
             ylabel="bit", xlabel="output step", cbar_label="bit value / P(bit = 1)", height=1.3),
-        "write and read weightings side by side (chapter 9)": lambda: plot.sequence_images(
+        "write and read weightings side by side (chapter 10)": lambda: plot.sequence_images(
             {name: _weights(41, 17) for name in ("write weighting", "read weighting")},
             ylabel="memory row (from row 0)", cbar_label="weight", side_by_side=True, height=3.5, y_start=-8),
         "four side by side": lambda: plot.sequence_images(
             {f"head {h}": _weights(41, 17, h) for h in range(4)}, side_by_side=True),
     },
     "tours": {
-        "10 cities, two tours (chapter 11)": lambda: plot.tours(
+        "10 cities, two tours (chapter 12)": lambda: plot.tours(
             POINTS[:10], {"optimal": list(range(10)), "pointer net, greedy": [0, 2, 1, 3, 4, 5, 6, 7, 9, 8]},
             title="test instance 123: greedy +12.3%"),
     },
     "hulls": {
-        "50 points (chapter 10)": lambda: plot.hulls(
+        "50 points (chapter 11)": lambda: plot.hulls(
             POINTS, {"true hull": [0, 1, 2, 3, 4, 5], "predicted": [0, 2, 1, 3, 4]}, title="n = 50"),
     },
     "pointer_distributions": {
-        "sorting 10 values (chapter 10)": lambda: plot.pointer_distributions(
+        "sorting 10 values (chapter 11)": lambda: plot.pointer_distributions(
             _weights(10, 10), chosen=np.argsort(VALUES), x_labels=[f"{v:.2f}" for v in VALUES],
             xlabel="input (its value)"),
         "50 inputs": lambda: plot.pointer_distributions(_weights(20, 50), chosen=list(range(20))),

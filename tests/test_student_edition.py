@@ -152,9 +152,9 @@ def test_no_students_version_shows_library_code_an_exercise_asks_for(path):
 
 
 def test_the_cells_left_out_are_the_answers():
-    """Chapter 9 shows the library's write, cosine similarity, shift and sharpening, each the answer to one of its
+    """Chapter 10 shows the library's write, cosine similarity, shift and sharpening, each the answer to one of its
     exercises, and its NTM step, which no exercise asks for."""
-    nb = read(next(p for p in CHAPTERS if p.stem.startswith("09")))
+    nb = read(next(p for p in CHAPTERS if p.stem.startswith("10")))
     notes = "\n".join(revealing_cells(nb).values())
     for name in ("ntm.write", "ntm.cosine_similarity", "ntm.shift", "ntm.sharpen"):
         assert f"`{name}`" in notes

@@ -14,7 +14,7 @@ from tests.notebook_files import CHAPTERS, NOTEBOOKS, ROOT, code_cells, read
 # record), or TranslationComparison's runs.
 TRAINS = re.compile(
     r"(?<![\w.])(train|train_translation|train_copy|train_sorter|train_hull|train_tsp|train_model"
-    r"|TranslationComparison)\("
+    r"|train_score|compare_scores|TranslationComparison)\("
 )
 
 

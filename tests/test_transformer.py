@@ -740,3 +740,23 @@ def test_decoder_layer_step_rejects_more_than_one_position():
         match=r"x must have shape \(batch, 1, d_model\) with batch = 2 like the cache",
     ):
         layer.step(randn(3, 1, D), cache)
+
+
+def test_attention_masks_are_the_masks_the_model_combines():
+    """The three masks the chapter's exercise asks for equal what MultiHeadAttention joins from the padding and causal
+    masks that the encoder and decoder layers pass it."""
+    from attnlab.selfattention import MultiHeadAttention
+    from attnlab.transformer import attention_masks, causal_mask
+
+    src_mask = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    encoder, decoder, cross = attention_masks(src_mask, 3)
+    mha = MultiHeadAttention(8, 2)
+    joined = {
+        "encoder": mha.combined_mask(2, 4, 4, src_mask, None),
+        "decoder": mha.combined_mask(2, 3, 3, None, causal_mask(3)),
+        "cross": mha.combined_mask(2, 3, 4, src_mask, None),
+    }
+    for mine, (name, theirs) in zip((encoder, decoder, cross), joined.items(), strict=True):
+        assert torch.equal(mine, theirs[:, 0].expand_as(mine)), name
+    assert torch.equal(decoder[1], torch.tensor([[True, False, False], [True, True, False], [True, True, True]]))
+    assert cross.shape == (2, 3, 4) and not cross[1, :, 2:].any()

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlab import ntm_kernels
 from attnlab._validate import check_ndim, check_shape, shape_of
 
 EPS = 1e-8
@@ -42,7 +43,7 @@ def read(memory: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     ``(batch, N)`` -> ``(batch, M)``."""
     check_ndim("memory", memory, "(batch, N, M)", ndim=3)
     check_shape("w", w, memory.shape[:2], "(batch, N)")
-    return torch.einsum("bn,bnm->bm", w, memory)
+    return (w.unsqueeze(-1) * memory).sum(1)  # weight row i by w(i), add the rows
 
 
 # --- 3.2 Writing: erase, then add
@@ -203,26 +204,15 @@ def address_heads(
     ``beta``, ``gate`` and ``gamma (batch, H, 1)``, ``kernel (batch, H, 2k+1)`` ->
     ``(batch, H, N)``.
 
-    The same four steps and the same numbers as :func:`address` on each head (up to
-    rounding; tested), in about half the operations: the memory's row norms are
-    computed once for all heads instead of once per head, both keys meet the memory
-    in one matrix product, the interpolation is one ``lerp``, and the circular shift
-    reads the 2k+1 shifted copies of ``w`` as windows of one padded tensor.
+    The same four steps and the same numbers as :func:`address` on each head, values
+    and gradients (up to rounding; tested), as one autograd function with a
+    hand-written gradient (:mod:`attnlab.ntm_kernels`): the memory's row norms are
+    computed once for all heads, both keys meet the memory in one matrix product,
+    and training records one operation per step instead of dozens.
     """
-    dot = torch.bmm(key, memory.transpose(1, 2))  # (batch, H, N)
-    row_norm = (memory.pow(2).sum(-1) + EPS).sqrt().unsqueeze(1)  # (batch, 1, N)
-    key_norm = (key.pow(2).sum(-1, keepdim=True) + EPS).sqrt()  # (batch, H, 1)
-    w = torch.softmax(beta * (dot / (row_norm * key_norm)), dim=-1)
-    w = torch.lerp(w_prev, w, gate)  # gate * w_content + (1 - gate) * w_prev
-    k, n_rows = kernel.shape[-1] // 2, w.shape[-1]
-    padded = torch.cat([w[..., n_rows - k :], w, w[..., :k]], dim=-1)
-    # Window o of `padded` is w moved by k - o rows; entry j of the kernel takes
-    # window 2k - j.
-    windows = padded.unfold(-1, n_rows, 1)  # (batch, H, 2k+1, N)
-    w = (windows * kernel.flip(-1).unsqueeze(-1)).sum(-2)
-    tiny = torch.finfo(w.dtype).tiny
-    w = (w / w.amax(-1, keepdim=True).clamp_min(tiny)).pow(gamma)
-    return w / w.sum(-1, keepdim=True).clamp_min(tiny)
+    return ntm_kernels.address_heads(
+        memory, w_prev, key, beta, gate, kernel, gamma, EPS
+    )
 
 
 # --- 4 The controller's output: each head parameter in its range
@@ -374,11 +364,13 @@ class NTM(nn.Module):
         )
 
     def head_parameters(self, h: torch.Tensor) -> HeadParameters:
-        """Both heads' parameters from the controller state ``h (batch, hidden)``,
-        each ``(batch * heads, ...)``, head 0 (read) first within a batch entry."""
-        raw = self.head_layer(h)
-        return head_parameters(
-            raw.reshape(h.shape[0] * self.HEADS, -1), self.memory_width
+        """Both heads' parameters from the controller state ``h (batch, hidden)``:
+        :func:`head_parameters` of ``head_layer(h)`` for each head, with a
+        hand-written gradient; each ``(batch, heads, ...)``, head 0 reads."""
+        return HeadParameters(
+            *ntm_kernels.head_parameters(
+                h, self.head_layer, self.HEADS, self.memory_width
+            )
         )
 
     def step(
@@ -386,16 +378,18 @@ class NTM(nn.Module):
     ) -> tuple[torch.Tensor, NTMState, torch.Tensor]:
         """One time step: ``x (batch, input_size)`` -> ``(output (batch,
         output_size), new state, add vector)``."""
-        batch, heads, _ = state.weights.shape
-        h, c = self.controller(torch.cat([x, state.read], dim=-1), state.controller)
-        params = self.head_parameters(h)  # each (batch * heads, ...)
-        # Both heads in one call of the four addressing steps, on the old memory.
-        weights = address_heads(
-            state.memory, state.weights, *(p.view(batch, heads, -1) for p in params)
+        # self.controller(...), the LSTM cell, with a hand-written gradient
+        controller_input = torch.cat([x, state.read], dim=-1)
+        h, c = ntm_kernels.lstm_cell(
+            self.controller, controller_input, state.controller
         )
+        params = self.head_parameters(h)  # each (batch, heads, ...)
+        # Both heads in one call of the four addressing steps, on the old memory.
+        weights = address_heads(state.memory, state.weights, *params)
         erase, add = write_vectors(self.write_layer(h))
-        r = read(state.memory, weights[:, 0])
-        memory = write(state.memory, weights[:, 1], erase, add)
+        # read() with the read head, then write() with the write head, as one
+        # operation with a hand-written gradient
+        r, memory = ntm_kernels.read_and_write(state.memory, weights, erase, add)
         output = self.output_layer(torch.cat([h, r], dim=-1))
         return output, NTMState(memory, weights, r, (h, c)), add
 

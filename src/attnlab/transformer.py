@@ -67,6 +67,7 @@ __all__ = [
     "TransformerDecoder",
     "TransformerEncoder",
     "attend_projected",
+    "attention_masks",
     "causal_mask",
     "project_keys_values",
     "sinusoidal_positions",
@@ -839,3 +840,28 @@ class Transformer(Seq2Seq):
             max_len or 2 * src.shape[1] + 10,
             cache=cache,
         )
+
+
+def attention_masks(
+    src_mask: torch.Tensor, tgt_len: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The masks of the three places of attention for one batch, ``True`` where query
+    ``i`` may attend to key ``j``.
+
+    ``src_mask (B, S)`` is ``True`` at the real source words, ``tgt_len`` the number
+    ``T`` of target positions. Returns the encoder self-attention's ``(B, S, S)``
+    (every source position may read the real source words), the masked decoder
+    self-attention's ``(B, T, T)`` (the causal mask, ``j <= i``) and the
+    cross-attention's ``(B, T, S)`` (every target position may read the real source
+    words). Only keys are masked: a padding query's row is ignored downstream.
+    """
+    check_ndim("src_mask", src_mask, "(batch, S)", ndim=2)
+    check_positive("tgt_len", tgt_len)
+    batch, length = src_mask.shape
+    keys = src_mask.bool()[:, None, :]  # (B, 1, S): the real source words
+    causal = causal_mask(tgt_len, device=src_mask.device)
+    return (
+        keys.expand(batch, length, length),
+        causal.expand(batch, tgt_len, tgt_len),
+        keys.expand(batch, tgt_len, length),
+    )

@@ -1,4 +1,4 @@
-"""Typical wrong answers to the code exercises of chapter 9, "Neural Turing Machines".
+"""Typical wrong answers to the code exercises of chapter 10, "Neural Turing Machines".
 
 Each entry maps an exercise label to the complete source of a solution cell that runs but is wrong; a grader that
 submits it must take that exercise's points away.

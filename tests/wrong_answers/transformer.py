@@ -1,4 +1,5 @@
-"""Typical wrong answers to the code exercises of the chapter "From attention to the Transformer".
+"""Typical wrong answers to the code exercises of chapters 8, "The Transformer", and 9, "Positions and the cost of
+attention".
 
 Each entry maps an exercise label to the full source of its solution cell with a wrong answer that still runs;
 the chapter's check must reject it.
@@ -55,5 +56,27 @@ def my_add_positions(x: torch.Tensor) -> torch.Tensor:
     if causal:
         bias = bias.masked_fill(distance < 0, float("-inf"))
     return bias
+    ### END SOLUTION''',
+    "ex-tf-attention-masks": r'''def my_attention_masks(src_mask: torch.Tensor, tgt_len: int) -> tuple:
+    """Boolean masks (B, S, S), (B, T, T), (B, T, S): True where query i may attend
+    to key j."""
+    ### BEGIN SOLUTION
+    batch, length = src_mask.shape
+    real = src_mask[:, None, :] & src_mask[:, :, None]  # padding rows masked too
+    decoder = torch.ones(tgt_len, tgt_len, dtype=torch.bool).tril()
+    cross = src_mask[:, None, :].expand(batch, tgt_len, length)
+    return real, decoder.expand(batch, tgt_len, tgt_len), cross
+    ### END SOLUTION''',
+    "ex-tf-decoder-layer": r'''def fixed_decoder_layer(layer, x, memory, memory_mask):
+    """Post-norm decoder layer of layer's modules: x (B, T, d_model) reads itself
+    (causal) and memory (B, S, d_model) at its real words (memory_mask (B, S));
+    returns (B, T, d_model)."""
+    ### BEGIN SOLUTION
+    causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+    mixed, _ = layer.self_attention(x, x, x, attn_mask=causal)  # the mask fixed
+    x = layer.norm1(x + mixed)
+    read, _ = layer.cross_attention(x, memory, memory, key_padding_mask=memory_mask)
+    x = layer.norm2(read)  # but the residual still missing
+    return layer.norm3(x + layer.feed_forward(x))
     ### END SOLUTION''',
 }

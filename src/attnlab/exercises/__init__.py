@@ -62,7 +62,9 @@ from attnlab.exercises.seq2seq import (
 )
 from attnlab.exercises.transformer import (
     check_alibi_bias,
+    check_attention_masks,
     check_causal_mask,
+    check_decoder_layer,
     check_learned_positions,
     check_norm_experiment,
     check_sinusoidal_positions,
@@ -123,7 +125,9 @@ __all__ += [
 ]
 __all__ += [
     "check_alibi_bias",
+    "check_attention_masks",
     "check_causal_mask",
+    "check_decoder_layer",
     "check_learned_positions",
     "check_norm_experiment",
     "check_sinusoidal_positions",

@@ -1,8 +1,8 @@
 """Checks for the chapters "Pointer networks" and "Pointer networks for the
 travelling salesman".
 
-Chapter 10: the pointer distribution, the mask of the chosen inputs, a greedy decoder
-to repair, and the trained sorter measured on lists of a new length. Chapter 11: the
+Chapter 11: the pointer distribution, the mask of the chosen inputs, a greedy decoder
+to repair, and the trained sorter measured on lists of a new length. Chapter 12: the
 length of a closed tour, Held-Karp, a 2-opt local search to repair, and the beam
 width of the trained model against the optimality gap.
 """
@@ -33,7 +33,7 @@ from attnlab.tasks import geometry
 
 
 # ==============================================================================
-# chapter 10: pointer networks
+# chapter 11: pointer networks
 def _reference_distribution(s, h, w1, w2, v) -> torch.Tensor:
     return torch.softmax(torch.tanh(h @ w1.T + w2 @ s) @ v, dim=-1)
 
@@ -468,7 +468,7 @@ def check_sort_length(
 
 
 # ==============================================================================
-# chapter 11: travelling salesman
+# chapter 12: travelling salesman
 def _reference_tour_length(
     points: torch.Tensor, tours: torch.Tensor
 ) -> torch.Tensor:

@@ -1,5 +1,7 @@
-"""Checks for the chapter "From attention to the Transformer": the causal mask,
-positional encodings, ALiBi's bias, and the pre-norm vs post-norm experiment."""
+"""Checks for the chapters "The Transformer" (the causal mask, the masks of the three
+places of attention, a decoder layer to debug, the pre-norm vs post-norm experiment)
+and "Positions and the cost of attention" (sinusoidal and learned positions, ALiBi's
+bias)."""
 
 from __future__ import annotations
 
@@ -481,5 +483,243 @@ def check_alibi_bias(alibi_bias: Callable, seed: int | None = 0) -> None:
             f"{name} is wrong {what}: largest difference from the reference is"
             f" {error:.3g}; entry (h, i, j) is -m_h |i - j| with m_h = 2^(-8 h /"
             " n_heads), h = 1 .. n_heads"
+        )
+    passed(name, len(cases))
+
+
+def _boolean(name: str, out: Any, shape: tuple[int, ...], what: str) -> torch.Tensor:
+    """A boolean mask of ``shape`` (a torch or NumPy bool array), for the messages of
+    :func:`check_attention_masks`."""
+    if not isinstance(out, torch.Tensor | np.ndarray):
+        raise ExerciseError(
+            f"the {what} mask must be a torch.Tensor, got {type(out).__name__}"
+        )
+    mask = torch.as_tensor(out)
+    if mask.dtype != torch.bool:
+        raise ExerciseError(
+            f"the {what} mask has dtype {mask.dtype}: masks are boolean (True = may"
+            " attend), e.g. made by a comparison"
+        )
+    if tuple(mask.shape) != shape:
+        raise ExerciseError(
+            f"the {what} mask ({name}) has shape {tuple(mask.shape)}, expected"
+            f" {shape}: one row per query, one column per key"
+        )
+    return mask
+
+
+@exercise_check(transformer.attention_masks)
+def check_attention_masks(attention_masks: Callable, seed: int | None = 0) -> None:
+    """Check ``attention_masks(src_mask (B, S), tgt_len) -> (encoder (B, S, S),
+    decoder (B, T, T), cross (B, T, S))``, boolean, ``True`` where query ``i`` may
+    attend to key ``j``."""
+    name = "attention_masks"
+    gen = generator(seed)
+    cases = []
+    for batch, length, tgt_len in [
+        (3, 7, 5),
+        (2, _randint(gen, 4, 9), _randint(gen, 2, 12)),
+        (1, 3, 1),
+    ]:
+        lengths = torch.randint(1, length + 1, (batch,), generator=gen)
+        lengths[0] = length  # one sentence without padding
+        if batch > 1:
+            lengths[1] = max(1, length - 2)  # and one with
+        cases.append(((torch.arange(length) < lengths[:, None]), tgt_len))
+    for src_mask, tgt_len in cases:
+        batch, length = src_mask.shape
+        what = f"for src_mask of shape {tuple(src_mask.shape)}, tgt_len = {tgt_len}"
+        out = call(attention_masks, name, src_mask, tgt_len)
+        if not isinstance(out, tuple | list) or len(out) != 3:
+            raise ExerciseError(
+                f"{name} must return three masks (encoder, decoder, cross), got"
+                f" {type(out).__name__}"
+            )
+        shapes = {
+            "encoder": (batch, length, length),
+            "decoder": (batch, tgt_len, tgt_len),
+            "cross": (batch, tgt_len, length),
+        }
+        if tuple(getattr(out[2], "shape", ())) in {
+            (batch, length, tgt_len),
+            (batch, tgt_len, tgt_len),
+        } and (length != tgt_len):
+            raise ExerciseError(
+                "the cross-attention mask has the wrong shape: its queries are the"
+                " target positions (rows, T) and its keys the source words"
+                " (columns, S), so it is (B, T, S)"
+            )
+        encoder, decoder, cross = (
+            _boolean(name, mask, shapes[place], place)
+            for mask, place in zip(out, shapes, strict=True)
+        )
+        keys = src_mask[:, None, :]
+        causal = torch.ones(tgt_len, tgt_len, dtype=torch.bool).tril()
+        if not torch.equal(encoder, keys.expand_as(encoder)):
+            if torch.equal(encoder, keys & src_mask[:, :, None]):
+                raise ExerciseError(
+                    "your encoder mask also hides the padding positions' rows: a"
+                    " padding query then has no key at all. Mask the keys (columns)"
+                    " only; the padding rows are ignored later"
+                )
+            if torch.equal(encoder, src_mask[:, :, None].expand_as(encoder)):
+                raise ExerciseError(
+                    "your encoder mask hides padding rows (queries) instead of"
+                    " padding columns (keys): entry (b, i, j) depends on whether"
+                    " key j is a real word"
+                )
+            if bool(encoder.all()):
+                raise ExerciseError(
+                    "your encoder mask lets every source word read the padding:"
+                    " the keys at padding positions must be False"
+                )
+            raise ExerciseError(
+                f"the encoder mask is wrong {what}: entry (b, i, j) is True exactly"
+                " when source word j of sentence b is a real word"
+            )
+        if not torch.equal(decoder, causal.expand_as(decoder)):
+            if torch.equal(decoder, causal.T.expand_as(decoder)):
+                raise ExerciseError(
+                    "your decoder mask is the transposed causal mask: position i"
+                    " would read the positions after it. Query i may read key j"
+                    " when j <= i (the lower triangle)"
+                )
+            if bool(decoder.all()):
+                raise ExerciseError(
+                    "your decoder mask lets every target position read the future:"
+                    " the masked self-attention needs the causal mask, j <= i"
+                )
+            raise ExerciseError(
+                f"the decoder mask is wrong {what}: entry (b, i, j) is True exactly"
+                " when j <= i, for every sentence"
+            )
+        if not torch.equal(cross, keys.expand_as(cross)):
+            if bool(cross.all()):
+                raise ExerciseError(
+                    "your cross-attention mask lets target positions read the"
+                    " source's padding: its keys are the source words, so it takes"
+                    " the source's padding mask"
+                )
+            if length == tgt_len and torch.equal(
+                cross, (keys & causal).expand_as(cross)
+            ):
+                raise ExerciseError(
+                    "your cross-attention mask is causal: a target position may read"
+                    " every real source word, the whole source is known"
+                )
+            raise ExerciseError(
+                f"the cross-attention mask is wrong {what}: entry (b, i, j) is True"
+                " exactly when source word j of sentence b is a real word"
+            )
+    passed(name, len(cases))
+
+
+def _decoder_reference(
+    layer: transformer.DecoderLayer,
+    x: torch.Tensor,
+    memory: torch.Tensor,
+    memory_mask: torch.Tensor,
+    **mistake: bool,
+) -> torch.Tensor:
+    """A post-norm decoder layer's output and its typical mistakes, for the messages
+    of :func:`check_decoder_layer`."""
+    causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+    if mistake.get("future"):
+        causal = causal.T
+    if mistake.get("no_causal"):
+        causal = None
+    keep = {k: not mistake.get(f"no_{k}_residual") for k in ("self", "cross", "ffn")}
+    with torch.no_grad():
+        mixed, _ = layer.self_attention(x, x, x, attn_mask=causal)
+        x = layer.norm1(x * keep["self"] + mixed)
+        padding = None if mistake.get("no_padding") else memory_mask
+        read, _ = layer.cross_attention(x, memory, memory, key_padding_mask=padding)
+        x = layer.norm2(x * keep["cross"] + read)
+        return layer.norm3(x * keep["ffn"] + layer.feed_forward(x))
+
+
+@exercise_check(transformer.DecoderLayer.forward, transformer.DecoderLayer.sublayers)
+def check_decoder_layer(decoder_layer: Callable, seed: int | None = 0) -> None:
+    """Check ``decoder_layer(layer, x (B, T, d), memory (B, S, d), memory_mask (B,
+    S)) -> (B, T, d)``: the post-norm decoder layer of a
+    :class:`~attnlab.transformer.DecoderLayer`'s modules, causal self-attention,
+    cross-attention to the real source words, feed-forward, each with its
+    residual."""
+    name = "decoder_layer"
+    gen = generator(seed)
+    mistakes = [
+        (
+            "future",
+            "position i reads the positions after it: the self-attention's mask is"
+            " the transposed causal mask (the upper triangle). Query i may read key"
+            " j when j <= i",
+        ),
+        (
+            "no_causal",
+            "the self-attention has no mask: every target position reads the words"
+            " after it, which teacher forcing gives it. Pass the causal mask",
+        ),
+        (
+            "no_cross_residual",
+            "the cross-attention's output replaces x instead of being added to it:"
+            " every sub-layer adds its output to its input before the layer norm",
+        ),
+        (
+            "no_self_residual",
+            "the self-attention's output replaces x instead of being added to it:"
+            " every sub-layer adds its output to its input before the layer norm",
+        ),
+        (
+            "no_ffn_residual",
+            "the feed-forward network's output replaces x instead of being added"
+            " to it: every sub-layer adds its output to its input before the layer"
+            " norm",
+        ),
+        (
+            "no_padding",
+            "the cross-attention reads the source's padding: pass memory_mask as"
+            " its key padding mask",
+        ),
+    ]
+    cases = [(torch.float32, 5, 7), (torch.float64, _randint(gen, 2, 9), 6)]
+    for dtype, tgt_len, src_len in cases:
+        d_model, heads = 8, 2
+        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (), generator=gen)))
+        layer = transformer.DecoderLayer(d_model, heads, 16).to(dtype).eval()
+        x = torch.randn(2, tgt_len, d_model, generator=gen, dtype=dtype)
+        memory = torch.randn(2, src_len, d_model, generator=gen, dtype=dtype)
+        memory_mask = (
+            torch.arange(src_len) < torch.tensor([src_len, src_len - 2])[:, None]
+        )
+        what = (
+            f"for x of shape {tuple(x.shape)} and memory of shape"
+            f" {tuple(memory.shape)} in {dtype}"
+        )
+        with torch.no_grad():
+            out = call(decoder_layer, name, layer, x, memory, memory_mask)
+        if isinstance(out, tuple | list):
+            raise ExerciseError(
+                f"{name} must return the layer's output x (B, T, d_model) alone, got"
+                f" a {type(out).__name__}"
+            )
+        got = expect_tensor(name, out, tuple(x.shape), torch.float64)
+        expected = _decoder_reference(layer, x, memory, memory_mask).double()
+        if torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
+            continue
+        for mistake, message in mistakes:
+            wrong = _decoder_reference(
+                layer, x, memory, memory_mask, **{mistake: True}
+            )
+            if torch.allclose(got, wrong.double(), atol=1e-5, rtol=1e-4):
+                raise ExerciseError(message)
+        if torch.allclose(got[:, 0], expected[:, 0], atol=1e-5, rtol=1e-4):
+            raise ExerciseError(
+                f"{name} is right at the first position but not after it {what}:"
+                " look at the self-attention's mask and residual"
+            )
+        raise ExerciseError(
+            f"{name} is wrong {what}: post-norm order, x <- norm1(x + self-attention"
+            " under the causal mask), x <- norm2(x + cross-attention to the real"
+            " source words), x <- norm3(x + feed-forward)"
         )
     passed(name, len(cases))

@@ -1,5 +1,5 @@
 """``python -m attnlab.experiments lstm-copy-longer``: is the LSTM baseline's failure
-on chapter 9's copy task a matter of its budget?
+on chapter 10's copy task a matter of its budget?
 
 Seed ``s`` trains the chapter's LSTM baseline (one layer of 128 units) as the
 chapter does under ``ATTNLAB_SEED_OFFSET = s``
@@ -42,7 +42,7 @@ def run_seed(seed: int) -> dict[str, Any]:
 
 
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
-    """What chapter 9 states of the longer run over seeds (the NTM at the chapter's
+    """What chapter 10 states of the longer run over seeds (the NTM at the chapter's
     budget makes under 1 wrong bit per sequence at lengths 10 and 20 on every seed:
     the record ``neural-turing-machines``)."""
     runs = results["runs"]

@@ -1,4 +1,4 @@
-"""``python -m attnlab.experiments neural-turing-machines``: chapter 9's NTM and
+"""``python -m attnlab.experiments neural-turing-machines``: chapter 10's NTM and
 its LSTM baseline on the copy task, over five seeds at the chapter's budget.
 
 Seed ``s`` trains both models as the chapter does (:data:`SETTINGS`: 3,000 steps
@@ -66,7 +66,7 @@ def run_seed(seed: int) -> dict[str, Any]:
 
 
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
-    """What chapter 9 states over seeds."""
+    """What chapter 10 states over seeds."""
     runs = results["runs"]
 
     def bits(name: str, length: str) -> Band:

@@ -1,4 +1,4 @@
-"""``python -m attnlab.experiments pointer-networks``: chapter 10's sorters with
+"""``python -m attnlab.experiments pointer-networks``: chapter 11's sorters with
 and without the mask in training, and its convex-hull model, over five seeds.
 
 Seed ``s`` trains, as the chapter does, a sorter of ten numbers with the mask of
@@ -226,7 +226,7 @@ def hull_band(runs: list[dict[str, Any]], n: int, key: str) -> Band:
 
 
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
-    """What chapter 10 states over seeds, each gap beyond the band's own spread."""
+    """What chapter 11 states over seeds, each gap beyond the band's own spread."""
     runs = results["runs"]
     masked = {k: band(runs, "sorters", "with the mask", k) for k in REPORT}
     unmasked = {k: band(runs, "sorters", "without the mask", k) for k in REPORT}

@@ -1,4 +1,4 @@
-"""``python -m attnlab.experiments pointer-networks-tsp``: chapter 11's pointer
+"""``python -m attnlab.experiments pointer-networks-tsp``: chapter 12's pointer
 network on the travelling salesman problem, over five seeds.
 
 Seed ``s`` labels the chapter's instances of 10 cities with their optimal tours,
@@ -242,7 +242,7 @@ def size_band(runs: list[dict[str, Any]], method: str, n: int) -> Band:
 
 
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
-    """What chapter 11 states over seeds, each gap beyond the band's own spread."""
+    """What chapter 12 states over seeds, each gap beyond the band's own spread."""
     runs = results["runs"]
     gap = {name: method_band(runs, name) for name in runs[0]["methods"]}
     n, sizes = SETTINGS["cities"], SETTINGS["sizes"]

@@ -1,4 +1,4 @@
-"""``python -m attnlab.experiments pointer-tsp``: chapter 11's pointer network on
+"""``python -m attnlab.experiments pointer-tsp``: chapter 12's pointer network on
 the travelling salesman problem with 10 cities, trained ten times as long, over
 seeds.
 
@@ -192,7 +192,7 @@ def test_lengths(
 
 
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
-    """What chapter 11 states of the long run over seeds."""
+    """What chapter 12 states of the long run over seeds."""
     runs, beam = results["runs"], results["settings"]["beam"]
 
     def gap(method: str, end: str = "mean_gap") -> Any:

@@ -1,8 +1,8 @@
 """``python -m attnlab.experiments transformer-translation``: chapter 8's
-comparison of RNNenc, RNNsearch and the Transformer, and the Transformer's three
-kinds of positions, over five seeds at the chapter's budget.
+comparison of RNNenc, RNNsearch and the Transformer, and chapter 9's three kinds
+of positions and longer sentences, over five seeds at the chapters' budget.
 
-Seed ``s`` trains the five models of the chapter as it does (:data:`SETTINGS`:
+Seed ``s`` trains the five models of the chapters as they do (:data:`SETTINGS`:
 300 steps of 64 sentences of 5 to 40 words, each model with the recipe the
 ``transformer-vs-rnn`` study chose on validation data) and measures on the
 chapter's test sentences (16 of every length from 5 to 60, seed 1; 4 of every
@@ -10,7 +10,7 @@ length from 61 to 80, seed 11), translated greedily: word accuracy by bucket of
 source lengths, the share of words right by target position on the sentences of
 41 to 60 words, and the alignment accuracy of RNNsearch's attention and of the
 Transformer's cross-attention head chosen on validation sentences.
-:func:`conclusions` lists what the chapter states over seeds.
+:func:`conclusions` lists what the chapters state over seeds.
 """
 
 from __future__ import annotations
@@ -205,8 +205,8 @@ def run_seed(seed: int) -> dict[str, Any]:
 
 
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
-    """What chapter 8 states over seeds; a gap must hold beyond the seeds' spread
-    where the chapter checks a reader's run against it."""
+    """What chapters 8 and 9 state over seeds; a gap must hold beyond the seeds'
+    spread where a chapter checks a reader's run against it."""
     runs = results["runs"]
 
     def acc(name: str, bucket: str) -> Band:

@@ -338,7 +338,8 @@ def last_fifth_gains(results: dict) -> dict[str, float]:
 
 
 def conclusions(results: dict) -> dict[str, bool]:
-    """What chapter 8 states of the study over seeds, each checked seed by seed."""
+    """What chapters 8 and 9 state of the study over seeds, each checked seed by
+    seed."""
 
     def per_seed(model: str, bucket: str, positions: str = "sinusoidal") -> list:
         runs = sorted(group(results, model, positions), key=lambda r: r["seed"])

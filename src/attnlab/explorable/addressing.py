@@ -1,4 +1,4 @@
-"""Explorable addressing of a Neural Turing Machine's head (chapter 9)."""
+"""Explorable addressing of a Neural Turing Machine's head (chapter 10)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def ntm_addressing(
     kernels: dict[str, Sequence[float]],
     gammas: Sequence[float],
 ) -> alt.HConcatChart:
-    """Chapter 9: the four steps of one head's addressing side by side, with a
+    """Chapter 10: the four steps of one head's addressing side by side, with a
     control for each parameter.
 
     memory ``(N, M)``, key ``(M,)``, previous weighting ``w_prev (N,)``. Every

@@ -309,7 +309,7 @@ def local_window_weights(
         scale=alt.Scale(domain=list(SERIES), range=list(SERIES.values())),
         title=None,
     )
-    width = 24 * length
+    width = 22 * length  # the two panels side by side in the book's column
     at_window = where({"p": "p", "D": "D"})
     # the softmax depends on the window only, that is on the rounded centre
     at_cut = "datum.D == D && datum.m == floor(p + 0.5)"

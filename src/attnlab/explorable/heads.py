@@ -187,7 +187,7 @@ def transformer_heads(
             alt.Data(values=[{"place": p, "text": t} for p, t in READING.items()]),
             name="reading",
         )
-        .mark_text(align="left", baseline="top", fontSize=11, lineBreak="; ")
+        .mark_text(align="left", baseline="top", lineBreak="; ")
         .encode(x=alt.value(0), y=alt.value(0), text="text:N")
         .transform_filter("datum.place == place")
         .properties(width=380, height=30, view=alt.ViewBackground(stroke=None))

@@ -54,6 +54,8 @@ FALLBACK_CSS = (
     "}\n"
     ".attnlab-live .vega-bindings select,\n"
     ".attnlab-live .vega-bindings input { max-width: 100%; min-width: 0; }\n"
+    # a slider narrows, so that its value stays on its line beside it
+    ".attnlab-live .vega-bindings input[type=range] { flex: 1 1 4em; }\n"
     # in the book the numbered figure around it has the caption; the description
     # stays the text alternative, for screen readers
     "figure figure.attnlab-explorable > figcaption {\n"
@@ -81,11 +83,15 @@ DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
   var figure = document.getElementById(name + "-figure");
   var box = document.getElementById(name);
   var unscripted = function () { figure.classList.remove("attnlab-scripted"); };
-  // how much wider than the figure the chart is drawn (the controls wrap by CSS)
+  // how much wider than the figure's content box (inside its padding, where the
+  // chart is drawn) the chart is (the controls wrap by CSS)
   var excess = function () {
     var svg = box.querySelector("svg");
     var drawn = svg ? svg.getBoundingClientRect().width : 0;
-    return Math.ceil(drawn - figure.clientWidth);
+    var style = getComputedStyle(figure);
+    var room = figure.clientWidth - parseFloat(style.paddingLeft)
+      - parseFloat(style.paddingRight);
+    return Math.ceil(drawn - room);
   };
   // the widest fixed width in the spec, which the excess is taken from
   var widest = function (part) {
@@ -97,8 +103,17 @@ DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
   var narrowed = function (node, over) {
     var next = Object.assign({}, node);
     var legend = (next.config || {}).legend || {};
-    if (next.hconcat || legend.orient !== "bottom") {
-      if (next.hconcat) { next.vconcat = next.hconcat; delete next.hconcat; }
+    // side by side at any depth (rows of panels inside a column of them) becomes
+    // one above the other
+    var stacked = function (part) {
+      var copy = Object.assign({}, part);
+      if (copy.hconcat) { copy.vconcat = copy.hconcat; delete copy.hconcat; }
+      if (copy.vconcat) { copy.vconcat = copy.vconcat.map(stacked); }
+      return copy;
+    };
+    var sideBySide = JSON.stringify(next).indexOf('"hconcat"') >= 0;
+    if (sideBySide || legend.orient !== "bottom") {
+      if (sideBySide) { next = stacked(next); }
       legend = Object.assign({}, legend, {orient: "bottom", direction: "vertical"});
       next.config = Object.assign({}, next.config, {legend: legend});
       return next;
@@ -167,6 +182,29 @@ DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
 };"""
 
 
+# The smallest text an explorable shows, in CSS pixels: 9 points, as for the static
+# figures (attnlab.plot.SMALLEST_PT); titles a pixel larger.
+SMALLEST_PX = 12
+READABLE = {
+    "axis": {"labelFontSize": SMALLEST_PX, "titleFontSize": SMALLEST_PX},
+    "legend": {"labelFontSize": SMALLEST_PX, "titleFontSize": SMALLEST_PX},
+    "header": {"labelFontSize": SMALLEST_PX, "titleFontSize": SMALLEST_PX},
+    "title": {"fontSize": SMALLEST_PX + 1},
+    "text": {"fontSize": SMALLEST_PX},
+}
+
+
+def readable(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    """``chart`` with its text at least ``SMALLEST_PX`` pixels where it asks for no
+    size itself: axes, legends, titles and text marks (the chart's own
+    configuration kept)."""
+    own = chart.config.to_dict() if chart.config is not alt.Undefined else {}
+    config = {**own}
+    for part, sizes in READABLE.items():
+        config[part] = {**sizes, **own.get(part, {})}
+    return chart.properties(config=config)
+
+
 def for_static_book() -> bool:
     """Whether this kernel runs for the static book (``make book`` sets
     ``ATTNLAB_PROGRESS=lines``)."""
@@ -205,7 +243,7 @@ def html(chart: alt.TopLevelMixin, name: str, description: str) -> HTML:
     """
     if not name.replace("-", "").isalnum():
         raise ValueError(f"name must be letters, digits and '-', got {name!r}")
-    spec_dict = chart.properties(description=description).to_dict()
+    spec_dict = readable(chart).properties(description=description).to_dict()
     spec = json.dumps(spec_dict)
     scripts = "\n".join(
         f'<script src="{VENDOR_URL}/{package}-{version}.min.js"></script>'
@@ -239,4 +277,4 @@ def show(chart: alt.TopLevelMixin, name: str, description: str) -> object:
     ``description`` as its text alternative) in Jupyter and Colab."""
     if for_static_book():
         return html(chart, name, description)
-    return chart.properties(description=description)
+    return readable(chart).properties(description=description)

@@ -1,6 +1,6 @@
-"""Explorable pointing, step by step: a pointer network sorting numbers (chapter 10)
+"""Explorable pointing, step by step: a pointer network sorting numbers (chapter 11)
 and the tour it decodes greedily through the cities of a travelling salesman
-instance (chapter 11)."""
+instance (chapter 12)."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def pointer_steps(
     names: Sequence[str],
     step: int | None = None,
 ) -> alt.VConcatChart:
-    """Chapter 10: a sorter's greedy decoding, step by step.
+    """Chapter 11: a sorter's greedy decoding, step by step.
 
     ``inputs (L, n, 1)``: ``L`` lists of numbers, named ``names`` in a menu. Each
     is decoded by ``model.greedy`` with the mask on and off (a second menu); a
@@ -182,7 +182,7 @@ def pointer_steps(
             ),
             tooltip=["k:O", "input:N"],
         ),
-        output_base.mark_text(dy=-7, fontSize=10).encode(text="input:N"),
+        output_base.mark_text(dy=-7).encode(text="input:N"),
         data=alt.Data(values=output_rows),
         name="output",
         title="output so far",
@@ -206,8 +206,11 @@ EDGES = {
     "not in the optimal tour": OKABE_ITO[0],
     "the first city": "#777777",
 }
-OPTIMAL = "the optimal tour"  # the last option of chapter 11's menu of tours
+OPTIMAL = "the optimal tour"  # the last option of chapter 12's menu of tours
 TOUR_DIGITS = 6  # probabilities and coordinates rounded to 6 decimals
+# chapter 12's map and the panels beside it, in pixels: side by side in the book's
+# column at 1280 pixels
+MAP, WIDTH = 270, 250
 
 
 def _six(values: Sequence[float]) -> list[float]:
@@ -331,7 +334,7 @@ def tour_steps(
     tours: Mapping[str, torch.Tensor] | None = None,
     step: int | None = None,
 ) -> alt.HConcatChart:
-    """Chapter 11: a tour built one city at a time, with the pointer distribution of
+    """Chapter 12: a tour built one city at a time, with the pointer distribution of
     every step.
 
     ``points (L, n, 2)``: ``L`` instances in the unit square, named ``names`` in a
@@ -414,7 +417,7 @@ def tour_steps(
     )
     numbers = (
         cities.transform_flatten(["city", "x", "y"])
-        .mark_text(dx=11, dy=-9, fontSize=11)
+        .mark_text(dx=11, dy=-9)
         .encode(x="x:Q", y="y:Q", text="city:N")
     )
     tour_map = alt.layer(
@@ -424,7 +427,7 @@ def tour_steps(
         ring,
         numbers,
         title="the tour so far (dashed: the optimal tour)",
-    ).properties(width=300, height=300)
+    ).properties(width=MAP, height=MAP)
     city_axis = alt.X(
         "city:O",
         scale=alt.Scale(domain=list(range(n))),
@@ -450,7 +453,7 @@ def tour_steps(
         )
         .transform_filter(now)
         .transform_flatten(["city", "p", "status", "before"])
-        .properties(width=270, height=130)
+        .properties(width=WIDTH, height=130)
     )
     step_axis = alt.X(
         "k:O",
@@ -481,19 +484,20 @@ def tour_steps(
             title="the probability of the city each step takes",
         )
         .transform_filter(this_tour)
-        .properties(width=270, height=100)
+        .properties(width=WIDTH, height=100)
     )
     summary = (
         alt.Chart(alt.Data(values=rows["summary"]), name="summary")
         .transform_filter(this_tour)
         .transform_calculate(
             text="'length ' + format(datum.length, '.3f') + ', '"
-            " + format(datum.gap, '.1%') + ' above the optimum; its probability '"
+            " + format(datum.gap, '.1%') + ' above the optimum;\\nits probability '"
             " + format(datum.probability, '.2~g')"
         )
-        .mark_text(align="left", baseline="middle")
-        .encode(x=alt.value(0), y=alt.value(8), text="text:N")
-        .properties(width=270, height=16, view=alt.ViewConfig(stroke=None))
+        # on two lines, narrower than the panels above it (a phone's column)
+        .mark_text(align="left", baseline="top", lineBreak="\n")
+        .encode(x=alt.value(0), y=alt.value(0), text="text:N")
+        .properties(width=WIDTH, height=32, view=alt.ViewConfig(stroke=None))
     )
     start = (n + 1) // 2 if step is None else step
     return (

@@ -148,7 +148,7 @@ def reinforce_draws(
     )
     caption = (
         alt.Chart(alt.Data(values=spread), name="spread")
-        .mark_text(align="left", baseline="bottom", fontSize=11, dy=-6)
+        .mark_text(align="left", baseline="bottom", dy=-6)
         .encode(x=alt.value(0), y=alt.value(0), text="label:N")
         .transform_filter("datum.baseline == baseline && datum.e == e")
     )

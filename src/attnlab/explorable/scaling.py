@@ -106,7 +106,7 @@ def dk_scaling(
     )
     caption = (
         alt.Chart(alt.Data(values=summary), name="spread")
-        .mark_text(align="left", baseline="top", fontSize=11)
+        .mark_text(align="left", baseline="top")
         .encode(x=alt.value(4), y=alt.value(4), text="label:N")
         .transform_filter(current)
     )

@@ -13,5 +13,6 @@ from attnlab.tasks.copy import (  # noqa: F401
     train_copy,
 )
 from attnlab.tasks.geometry import *  # noqa: F403 (the names in geometry.__all__)
+from attnlab.tasks.retrieval import *  # noqa: F403 (retrieval.__all__)
 from attnlab.tasks.reversal import *  # noqa: F403 (the names in reversal.__all__)
 from attnlab.tasks.translation import *  # noqa: F403 (translation.__all__)

@@ -42,7 +42,7 @@ import csv
 import re
 import unicodedata
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -116,57 +116,57 @@ def _files(source: Path) -> list[Found]:
     raise SystemExit(f"SOURCE must be a folder or a .zip file, got {source}")
 
 
-def read_map(path: Path) -> dict[str, str]:
-    """The ``file,student`` rows of a map CSV, as {file: student}."""
+def _rows(
+    path: Path, columns: tuple[str, ...]
+) -> Iterator[tuple[int, dict[str, str], dict[str, str | None]]]:
+    """The rows of a CSV that must have ``columns``: each row's line number, its
+    ``columns`` stripped, and the row as read (for messages)."""
     with open(path, newline="", encoding="utf-8-sig") as file:
         reader = csv.DictReader(file)
-        if not {"file", "student"} <= set(reader.fieldnames or []):
+        if not set(columns) <= set(reader.fieldnames or []):
             raise SystemExit(
-                f"{path}: expected the columns file,student, got"
+                f"{path}: expected the columns {','.join(columns)}, got"
                 f" {','.join(reader.fieldnames or []) or 'none'}"
             )
-        mapping = {}
         for number, row in enumerate(reader, start=2):
-            name, student = (
-                (row["file"] or "").strip(),
-                (row["student"] or "").strip(),
+            yield number, {c: (row[c] or "").strip() for c in columns}, row
+
+
+def _folder_name(student: str) -> bool:
+    """Whether ``student`` can name a student's folder."""
+    return bool(student) and "/" not in student and not student.startswith(".")
+
+
+def read_map(path: Path) -> dict[str, str]:
+    """The ``file,student`` rows of a map CSV, as {file: student}."""
+    mapping = {}
+    for number, value, row in _rows(path, ("file", "student")):
+        if not value["file"]:
+            raise SystemExit(
+                f"{path}, line {number}: expected a file name, got none"
             )
-            if not name:
-                raise SystemExit(
-                    f"{path}, line {number}: expected a file name, got none"
-                )
-            if not student or "/" in student or student.startswith("."):
-                raise SystemExit(
-                    f"{path}, line {number}: expected a student id (a folder name),"
-                    f" got {row['student']!r}"
-                )
-            mapping[name] = student
+        if not _folder_name(value["student"]):
+            raise SystemExit(
+                f"{path}, line {number}: expected a student id (a folder name),"
+                f" got {row['student']!r}"
+            )
+        mapping[value["file"]] = value["student"]
     return mapping
 
 
 def read_roster_names(path: Path) -> dict[str, str | None]:
     """The ``student,name`` rows of a roster CSV, as {Moodle id of the name:
     student}; a name that two students share maps to None (give those a --map)."""
-    with open(path, newline="", encoding="utf-8-sig") as file:
-        reader = csv.DictReader(file)
-        if not {"student", "name"} <= set(reader.fieldnames or []):
+    ids: dict[str, str | None] = {}
+    for number, value, row in _rows(path, ("student", "name")):
+        student, name = value["student"], value["name"]
+        if not _folder_name(student) or not name:
             raise SystemExit(
-                f"{path}: expected the columns student,name, got"
-                f" {','.join(reader.fieldnames or []) or 'none'}"
+                f"{path}, line {number}: expected a student id (a folder name)"
+                f" and a name, got {row['student']!r} and {row['name']!r}"
             )
-        ids: dict[str, str | None] = {}
-        for number, row in enumerate(reader, start=2):
-            student, name = (
-                (row["student"] or "").strip(),
-                (row["name"] or "").strip(),
-            )
-            if not student or "/" in student or student.startswith(".") or not name:
-                raise SystemExit(
-                    f"{path}, line {number}: expected a student id (a folder name)"
-                    f" and a name, got {row['student']!r} and {row['name']!r}"
-                )
-            key = moodle_student(name)
-            ids[key] = None if key in ids and ids[key] != student else student
+        key = moodle_student(name)
+        ids[key] = None if key in ids and ids[key] != student else student
     return ids
 
 
