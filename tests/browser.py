@@ -163,6 +163,9 @@ OUTSIDE = """Array.from(document.querySelectorAll('figure.attnlab-explorable')).
   }).map(input => [f.id, 'slider value not beside its slider', input.getAttribute('name')]);
   return [...texts, ...controls, ...apart];
 })"""
+# Chart text that Vega cut short with an ellipsis, because it was longer than its label limit: [figure id, the text].
+CUT_TEXT = """Array.from(document.querySelectorAll('figure.attnlab-explorable .attnlab-live svg text'))
+  .filter(t => t.textContent.trim().endsWith('\u2026')).map(t => [t.closest('figure').id, t.textContent])"""
 # The text of an explorable chart as shown, in CSS pixels (its font size times the scale the chart is drawn at,
 # rotated text included),
 # where it is below 9 CSS points (12 pixels): [figure id, the text, its size].

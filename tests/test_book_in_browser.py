@@ -13,6 +13,7 @@ import pytest
 from attnlab.plot import DPI, SMALLEST_PT
 from tests.browser import (
     CHROMIUM,
+    CUT_TEXT,
     OUTSIDE,
     REQUIRED,
     SMALL_TEXT,
@@ -202,6 +203,7 @@ def test_page(browser, servers, edition, name):
         assert not page.evaluate(TOO_WIDE), f"explorables wider than the column: {page.evaluate(TOO_WIDE)}"
         assert not page.evaluate(OUTSIDE), f"explorables drawn outside their figure: {page.evaluate(OUTSIDE)}"
         assert not page.evaluate(SMALL_TEXT), f"explorables' text below 12 pixels: {page.evaluate(SMALL_TEXT)}"
+        assert not page.evaluate(CUT_TEXT), f"explorables' text cut short: {page.evaluate(CUT_TEXT)}"
         assert not page.evaluate(FIGURE_TEXT), (
             f"figures shown so small that their text is below 9 points: {page.evaluate(FIGURE_TEXT)}")
         unnumbered = page.evaluate("Array.from(document.querySelectorAll('figure.attnlab-explorable'))"
@@ -226,8 +228,29 @@ def test_page(browser, servers, edition, name):
         page.close()
 
 
-@pytest.mark.parametrize("name", CHAPTERS)
-@pytest.mark.parametrize("edition", sorted(EDITIONS))
+# Explorables that do not yet fit a phone's 326-pixel figure (found by OUTSIDE and SMALL_TEXT), by page and the
+# editions that show them: each is expected to fail until it is mended, and its test fails as soon as it passes, so
+# that the mark is then removed.
+PHONE_DEFECTS = {
+    "01_context_sensitive_memory": ("the slider's long label puts its value below the slider", {"full", "student"}),
+    "03_encoder_decoder": ("the chart is drawn 6 pixels too wide and scaled down: text of 11.8 pixels",
+                           {"full", "student"}),
+    "04_bahdanau_attention": ("the heatmap is scaled down: text of 11.8 pixels", {"full", "student"}),
+    "06_soft_and_hard_attention": ("the line above the chart is wider than the figure, which is scaled down; the "
+                                   "slider's value falls below it", {"full", "student"}),
+    "09_positions_and_cost": ("the heatmap is scaled down: text of 11.8 pixels", {"full"}),
+    "11_pointer_networks": ("the chart is drawn 32 pixels too wide and scaled down: text of 10.9 pixels",
+                            {"full", "student"}),
+}
+
+
+def _phone_case(edition: str, name: str) -> object:
+    reason, editions = PHONE_DEFECTS.get(Path(name).stem, ("", set()))
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if edition in editions else []
+    return pytest.param(edition, name, marks=marks, id=f"{edition}-{name}")
+
+
+@pytest.mark.parametrize(("edition", "name"), [_phone_case(e, n) for e in sorted(EDITIONS) for n in CHAPTERS])
 def test_chapter_on_a_phone(browser, servers, edition, name):
     """At 390 x 844 the page never scrolls sideways: equations scroll in their own box, explorables fit."""
     page, errors = open_page(browser, f"{servers[edition]}/{name}", viewport=PHONE)
@@ -237,6 +260,7 @@ def test_chapter_on_a_phone(browser, servers, edition, name):
         assert not page.evaluate(TOO_WIDE), f"explorables wider than the column: {page.evaluate(TOO_WIDE)}"
         assert not page.evaluate(OUTSIDE), f"explorables drawn outside their figure: {page.evaluate(OUTSIDE)}"
         assert not page.evaluate(SMALL_TEXT), f"explorables' text below 12 pixels: {page.evaluate(SMALL_TEXT)}"
+        assert not page.evaluate(CUT_TEXT), f"explorables' text cut short: {page.evaluate(CUT_TEXT)}"
         assert not page.evaluate(PAGE_SCROLLS), "the page scrolls sideways on a phone"
         assert not errors, f"console errors: {errors}"
     finally:

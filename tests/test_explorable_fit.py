@@ -17,6 +17,7 @@ from attnlab.tasks.translation import (
 from attnlab.train import seed_everything
 from attnlab.transformer import Transformer
 from tests.browser import (
+    CUT_TEXT,
     OUTSIDE,
     SMALL_TEXT,
     TOO_WIDE,
@@ -72,7 +73,9 @@ def test_a_chart_wider_than_its_column_is_found(charts):
 def test_text_outside_its_figure_a_slider_value_apart_and_small_text_are_found(charts):
     with explorable_page({"window": charts["window"]}, viewport=(390, 844), column=358) as opened:
         tab = opened[0]
-        assert not tab.evaluate(OUTSIDE) and not tab.evaluate(SMALL_TEXT)
+        assert not tab.evaluate(OUTSIDE) and not tab.evaluate(SMALL_TEXT) and not tab.evaluate(CUT_TEXT)
+        tab.evaluate("document.querySelector('#window svg text').textContent = 'times the Gau\u2026'")
+        assert [row[1] for row in tab.evaluate(CUT_TEXT)] == ["times the Gau\u2026"]
         tab.evaluate("document.querySelector('#window-figure').style.width = '250px'")  # the chart overflows it
         assert {row[1] for row in tab.evaluate(OUTSIDE)} == {"chart text"}
         tab.evaluate("document.querySelector('#window-figure').style.width = ''")
@@ -91,6 +94,7 @@ def test_every_chart_fits_its_column_and_still_moves(charts, layout):
         assert not tab.evaluate(TOO_WIDE)
         assert not tab.evaluate(OUTSIDE)
         assert not tab.evaluate(SMALL_TEXT)
+        assert not tab.evaluate(CUT_TEXT)
         assert tab.evaluate("document.documentElement.scrollWidth") <= viewport[0]
         drawn, _ = after(tab, slide(tab, "decoder", "output step", "ArrowRight"), "decoder", "top_words_marks")
         assert drawn

@@ -751,12 +751,12 @@ class TransformerDecoder(DecoderBase):
             max_len
         ):  # one word at a time: step t needs the word chosen at step t - 1
             if state is not None:
-                step_logits, state, step_cross = self.step(state, x)
+                word_logits, state, step_cross = self.step(state, x)
             else:
-                step_logits, step_cross = self.step_uncached(encoded, previous)
-            x = self.choose(step_logits).argmax(-1)
+                word_logits, step_cross = self.step_uncached(encoded, previous)
+            x = self.choose(word_logits).argmax(-1)
             previous = torch.cat([previous, x[:, None]], dim=1)
-            logits.append(step_logits)
+            logits.append(word_logits)
             tokens.append(x)
             cross.append(torch.stack(step_cross))  # (L, B, h, S)
             finished |= x == self.eos_id

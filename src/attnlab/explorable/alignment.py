@@ -417,5 +417,6 @@ def local_window_weights(
                 "local": local_rows,
             }
         )
-        .configure_legend(orient="bottom", direction="vertical")
+        # labelLimit 0: the longest label is shown whole, not cut at 160 px
+        .configure_legend(orient="bottom", direction="vertical", labelLimit=0)
     )
