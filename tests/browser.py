@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from attnlab.explorable.page import SMALLEST_PX
 from tests.notebook_files import ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -168,8 +169,7 @@ CUT_TEXT = """Array.from(document.querySelectorAll('figure.attnlab-explorable .a
   .filter(t => t.textContent.trim().endsWith('\u2026')).map(t => [t.closest('figure').id, t.textContent])"""
 # The text of an explorable chart as shown, in CSS pixels (its font size times the scale the chart is drawn at,
 # rotated text included),
-# where it is below 9 CSS points (12 pixels): [figure id, the text, its size].
-SMALLEST_PX = 12
+# where it is below the library's smallest size (9 CSS points, 12 pixels): [figure id, the text, its size].
 SMALL_TEXT = """Array.from(document.querySelectorAll('figure.attnlab-explorable .attnlab-live svg text'))
   .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
   .map(t => [t.closest('figure').id, t.textContent.slice(0, 40),

@@ -228,29 +228,7 @@ def test_page(browser, servers, edition, name):
         page.close()
 
 
-# Explorables that do not yet fit a phone's 326-pixel figure (found by OUTSIDE and SMALL_TEXT), by page and the
-# editions that show them: each is expected to fail until it is mended, and its test fails as soon as it passes, so
-# that the mark is then removed.
-PHONE_DEFECTS = {
-    "01_context_sensitive_memory": ("the slider's long label puts its value below the slider", {"full", "student"}),
-    "03_encoder_decoder": ("the chart is drawn 6 pixels too wide and scaled down: text of 11.8 pixels",
-                           {"full", "student"}),
-    "04_bahdanau_attention": ("the heatmap is scaled down: text of 11.8 pixels", {"full", "student"}),
-    "06_soft_and_hard_attention": ("the line above the chart is wider than the figure, which is scaled down; the "
-                                   "slider's value falls below it", {"full", "student"}),
-    "09_positions_and_cost": ("the heatmap is scaled down: text of 11.8 pixels", {"full"}),
-    "11_pointer_networks": ("the chart is drawn 32 pixels too wide and scaled down: text of 10.9 pixels",
-                            {"full", "student"}),
-}
-
-
-def _phone_case(edition: str, name: str) -> object:
-    reason, editions = PHONE_DEFECTS.get(Path(name).stem, ("", set()))
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if edition in editions else []
-    return pytest.param(edition, name, marks=marks, id=f"{edition}-{name}")
-
-
-@pytest.mark.parametrize(("edition", "name"), [_phone_case(e, n) for e in sorted(EDITIONS) for n in CHAPTERS])
+@pytest.mark.parametrize(("edition", "name"), [(e, n) for e in sorted(EDITIONS) for n in CHAPTERS])
 def test_chapter_on_a_phone(browser, servers, edition, name):
     """At 390 x 844 the page never scrolls sideways: equations scroll in their own box, explorables fit."""
     page, errors = open_page(browser, f"{servers[edition]}/{name}", viewport=PHONE)

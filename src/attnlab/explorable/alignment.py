@@ -31,11 +31,14 @@ def _rounded(values: Sequence[float]) -> list[float]:
 
 def _word_axis(words: dict[str, list[str]], menu: str, title: str) -> alt.Axis:
     """An axis of positions 0, 1, ... labelled with the words of the sentence the
-    menu ``menu`` shows (``words``: sentence name -> its words)."""
+    menu ``menu`` shows (``words``: sentence name -> its words); where the chart is
+    narrowed (a phone), words that would overlap are left out, the tooltip has
+    them all."""
     return alt.Axis(
         title=title,
         labelAngle=0 if title.startswith("target") else -45,
         labelExpr=f"{json.dumps(words)}[{menu}][datum.value]",
+        labelOverlap="greedy",
     )
 
 

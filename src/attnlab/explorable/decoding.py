@@ -122,7 +122,8 @@ def decoder_steps(
         alt.Chart(
             alt.Data(values=top_rows),
             name="top_words",
-            title=f"the {top} most likely next words (the top one is chosen)",
+            # two lines, so that the chart can narrow to a phone's width
+            title=[f"the {top} most likely next words", "(the top one is chosen)"],
         )
         .transform_filter(f"{this_run} && datum.step == min(step, datum.last)")
         .transform_flatten(["word", "p", "kind"])

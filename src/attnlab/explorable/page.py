@@ -54,7 +54,12 @@ FALLBACK_CSS = (
     "}\n"
     ".attnlab-live .vega-bindings select,\n"
     ".attnlab-live .vega-bindings input { max-width: 100%; min-width: 0; }\n"
-    # a slider narrows, so that its value stays on its line beside it
+    # a slider and its value wrap as one (attnlabDraw groups them), below a long
+    # label if need be; the slider narrows, so that its value stays beside it
+    ".attnlab-live .attnlab-slider {\n"
+    "  display: inline-flex; align-items: center; gap: 0.4em;\n"
+    "  flex: 1 1 8em; min-width: 0;\n"
+    "}\n"
     ".attnlab-live .vega-bindings input[type=range] { flex: 1 1 4em; }\n"
     # in the book the numbered figure around it has the caption; the description
     # stays the text alternative, for screen readers
@@ -77,8 +82,11 @@ SCRIPTED = 'document.currentScript.parentNode.classList.add("attnlab-scripted")'
 # figure's width, read at draw time (a phone, a narrow column). A chart wider than
 # its figure is drawn again: side-by-side panels stacked and legends moved below,
 # then every fixed width (and the height of a square view) narrowed in proportion,
-# at most three times more; what still does not fit is scaled down as a picture.
-# The view is published in window.attnlabViews[name] once it is final.
+# at most five times more, each time by the excess divided by how many pixels of
+# drawing the last narrowing gained per pixel of width (axes and labels do not
+# narrow); what still does not fit is scaled down as a picture. Each slider is
+# grouped with its value, so that the two wrap together. The view is published in
+# window.attnlabViews[name] once it is final.
 DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
   var figure = document.getElementById(name + "-figure");
   var box = document.getElementById(name);
@@ -161,12 +169,34 @@ DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
       update();
     });
   };
+  // a slider and the value beside it in one box that wraps as a whole
+  var group = function () {
+    var sliders = box.querySelectorAll(".vega-bindings input[type=range]");
+    sliders.forEach(function (input) {
+      var pair = document.createElement("span");
+      pair.className = "attnlab-slider";
+      var value = input.nextElementSibling;
+      input.parentNode.insertBefore(pair, input);
+      pair.appendChild(input);
+      if (value) { pair.appendChild(value); }
+    });
+  };
   var options = {"actions": false, "renderer": "svg"};
-  var draw = function (current, tries) {
+  // last: the widest fixed width and the excess of the drawing before
+  var draw = function (current, tries, last) {
     vegaEmbed(box, current, options).then(function (result) {
+      group();
       var over = excess();
-      var next = over > 1 && tries > 0 && narrowed(current, over);
-      if (next) { result.finalize(); draw(next, tries - 1); return; }
+      var most = widest(current);
+      var gain = last && last.most > most
+        ? Math.min(1, Math.max(0.25, (last.over - over) / (last.most - most))) : 1;
+      var next = over > 1 && tries > 0
+        && narrowed(current, Math.ceil(over / gain) + 1);
+      if (next) {
+        result.finalize();
+        draw(next, tries - 1, {most: most, over: over});
+        return;
+      }
       if (over > 1) {
         var svg = box.querySelector("svg");
         svg.style.maxWidth = "100%";
@@ -178,7 +208,7 @@ DRAW = """window.attnlabDraw = window.attnlabDraw || function (name, spec) {
     }, function (error) { unscripted(); throw error; });
   };
   if (typeof vegaEmbed !== "function") { unscripted(); return; }
-  draw(spec, 4);
+  draw(spec, 6);
 };"""
 
 

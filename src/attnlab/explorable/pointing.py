@@ -154,7 +154,8 @@ def pointer_steps(
             bars,
             data=alt.Data(values=pointer_rows),
             name="pointer",
-            title="pointer distribution at this step (shaded: chosen before)",
+            # two lines, so that the chart can narrow to a phone's width
+            title=["pointer distribution at this step", "(shaded: chosen before)"],
         )
         .transform_filter(f"{at} && datum.step == step")
         .transform_flatten(["position", "input", "p", "status", "before"])

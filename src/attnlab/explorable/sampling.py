@@ -72,8 +72,9 @@ def reinforce_draws(
                 {
                     "baseline": name,
                     "e": e,
-                    "label": f"n = {2**e} draw{'s' if e else ''} per estimate: total"
-                    f" variance over the {repeats} estimates {total:.3g}",
+                    # two lines, so that the chart can narrow to a phone's width
+                    "label": f"n = {2**e} draw{'s' if e else ''} per estimate\ntotal"
+                    f" variance over the {repeats} estimates: {total:.3g}",
                 }
             )
             rows += [
@@ -148,7 +149,7 @@ def reinforce_draws(
     )
     caption = (
         alt.Chart(alt.Data(values=spread), name="spread")
-        .mark_text(align="left", baseline="bottom", dy=-6)
+        .mark_text(align="left", baseline="bottom", dy=-6, lineBreak="\n")
         .encode(x=alt.value(0), y=alt.value(0), text="label:N")
         .transform_filter("datum.baseline == baseline && datum.e == e")
     )
