@@ -210,7 +210,7 @@ def address_heads(
     computed once for all heads, both keys meet the memory in one matrix product,
     and training records one operation per step instead of dozens.
     """
-    return ntm_kernels.address_heads(
+    return ntm_kernels.AddressHeads.apply(
         memory, w_prev, key, beta, gate, kernel, gamma, EPS
     )
 

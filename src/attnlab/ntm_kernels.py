@@ -25,9 +25,11 @@ def _softmax_backward(p: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
     return p * (grad - (p * grad).sum(-1, keepdim=True))
 
 
-class _AddressHeads(torch.autograd.Function):
+class AddressHeads(torch.autograd.Function):
     """Content focus, interpolation, circular shift and sharpening for ``H`` heads
-    on one memory; shapes as in :func:`address_heads`."""
+    on one memory; shapes as in :func:`attnlab.ntm.address_heads`, which applies it;
+    ``eps`` is added to every squared norm, as in
+    :func:`attnlab.ntm.cosine_similarity`."""
 
     @staticmethod
     def forward(
@@ -108,23 +110,6 @@ class _AddressHeads(torch.autograd.Function):
         )
         d_key = torch.bmm(d_dot, memory) - key * (d_key_norm * key_norm**3)
         return d_memory, d_prev, d_key, d_beta, d_gate, d_kernel, d_gamma, None
-
-
-def address_heads(
-    memory: torch.Tensor,
-    w_prev: torch.Tensor,
-    key: torch.Tensor,
-    beta: torch.Tensor,
-    gate: torch.Tensor,
-    kernel: torch.Tensor,
-    gamma: torch.Tensor,
-    eps: float,
-) -> torch.Tensor:
-    """New weightings ``(batch, H, N)`` of ``H`` heads on memory ``(batch, N, M)``
-    from ``w_prev (batch, H, N)``, ``key (batch, H, M)``, ``beta``, ``gate`` and
-    ``gamma (batch, H, 1)`` and ``kernel (batch, H, 2k+1)``; ``eps`` is added to
-    every squared norm, as in :func:`attnlab.ntm.cosine_similarity`."""
-    return _AddressHeads.apply(memory, w_prev, key, beta, gate, kernel, gamma, eps)
 
 
 class _ReadWrite(torch.autograd.Function):
