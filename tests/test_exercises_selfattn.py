@@ -12,6 +12,7 @@ from attnlab.exercises import (
     check_head_experiment,
     check_multi_head_attention,
     check_parameterized_attention,
+    check_scaled_simple_decoder,
     check_simple_attention,
     check_split_heads,
 )
@@ -21,6 +22,7 @@ from attnlab.selfattention import (
     ProjectedAttention,
     SelfAttentionEncoder,
 )
+from attnlab.simple_attention import SimpleAttentionDecoder
 from attnlab.tasks.translation import (
     SOURCE_VOCAB,
     make_batch,
@@ -497,3 +499,131 @@ def test_experiment_rejects_malformed_answers(test_batch, answer, message):
 def test_experiment_check_needs_no_fixed_test_batch_layout():
     batch = SimpleNamespace(src=torch.tensor([[3, 4, 5, 0]]), src_mask=torch.tensor([[True, True, True, False]]))
     check_head_experiment(tagger_experiment(batch), batch)
+
+
+# --- the learned scale: ScaledSimpleDecoder ---------------------------------------------------------------------
+
+
+class GoodScaled(SimpleAttentionDecoder):
+    def __init__(self, vocab_size, embed_size, hidden_size, **options):
+        super().__init__(vocab_size, embed_size, hidden_size, **options)
+        self.beta = nn.Parameter(torch.ones(()))
+
+    def attention(self, query, state):
+        y_a, a = attend(query[:, None], state["memory"], state["memory"],
+                        score=lambda q, k: self.beta * dot_score(q, k), mask=state["mask"][:, None])
+        return y_a[:, 0], a[:, 0]
+
+
+class ScaledQuery(SimpleAttentionDecoder):
+    """Another right answer: beta times the query scales every dot product, a parameter of shape (1,)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.scale = nn.Parameter(torch.tensor([1.0]))
+
+    def attention(self, query, state):
+        return super().attention(self.scale * query, state)
+
+
+class ByHandScaled(GoodScaled):
+    """Another right answer: the masked softmax written out, in float64."""
+
+    def attention(self, query, state):
+        memory = state["memory"].double()
+        scores = self.beta * torch.einsum("bsd,bd->bs", memory, query.double())
+        scores = scores.masked_fill(~state["mask"], torch.finfo(torch.float64).min)
+        a = torch.softmax(scores, -1)
+        return torch.einsum("bs,bsd->bd", a, memory), a
+
+
+class ScalesTheWeights(GoodScaled):
+    def attention(self, query, state):
+        y_a, a = super().attention(query, state)
+        a = a / self.beta * self.beta**2  # beta times the softmax: rows sum to beta
+        return (a[:, None] @ state["memory"])[:, 0], a
+
+
+class PlainTensorBeta(SimpleAttentionDecoder):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.beta = torch.ones(())  # not a parameter: training never changes it
+
+    def attention(self, query, state):
+        return super().attention(self.beta * query, state)
+
+
+class StartsAtZero(GoodScaled):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.beta = nn.Parameter(torch.zeros(()))
+
+
+class OneBetaPerFeature(GoodScaled):
+    def __init__(self, vocab_size, embed_size, hidden_size, **options):
+        super().__init__(vocab_size, embed_size, hidden_size, **options)
+        self.beta = nn.Parameter(torch.ones(hidden_size))
+
+    def attention(self, query, state):
+        return SimpleAttentionDecoder.attention(self, self.beta * query, state)
+
+
+class BetaAsANumber(GoodScaled):
+    def attention(self, query, state):
+        beta = self.beta.item()  # a Python number: no gradient reaches beta
+        y_a, a = attend(query[:, None], state["memory"], state["memory"],
+                        score=lambda q, k: beta * dot_score(q, k), mask=state["mask"][:, None])
+        return y_a[:, 0], a[:, 0]
+
+
+class IgnoresTheBeta(GoodScaled):
+    def attention(self, query, state):
+        return SimpleAttentionDecoder.attention(self, query, state)
+
+
+class Unmasked(GoodScaled):
+    def attention(self, query, state):
+        y_a, a = attend(query[:, None], state["memory"], state["memory"],
+                        score=lambda q, k: self.beta * dot_score(q, k))
+        return y_a[:, 0], a[:, 0]
+
+
+class NotASimpleDecoder(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.beta = nn.Parameter(torch.ones(()))
+
+
+class StubScaled(SimpleAttentionDecoder):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        raise NotImplementedError()
+
+
+@pytest.mark.parametrize("answer", [GoodScaled, ScaledQuery, ByHandScaled], ids=["attend", "query", "by-hand"])
+def test_scaled_decoder_check_accepts_right_answers(answer, capsys):
+    check_scaled_simple_decoder(answer)
+    check_scaled_simple_decoder(answer, seed=None)
+    assert "passed all" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "message"),
+    [
+        (ScalesTheWeights, "multiplies the weights"),
+        (PlainTensorBeta, "no parameter of its own"),
+        (StartsAtZero, "starts at 0: start it at 1"),
+        (OneBetaPerFeature, "one learned number"),
+        (BetaAsANumber, "no gradient reaches beta"),
+        (IgnoresTheBeta, "do not change with beta"),
+        (Unmasked, "padded positions"),
+        (NotASimpleDecoder, "must derive from SimpleAttentionDecoder"),
+        (GoodScaled(11, 6, 8), "pass the class ScaledSimpleDecoder itself"),
+        (StubScaled, "not implemented yet"),
+    ],
+    ids=["weights", "tensor", "zero", "per-feature", "item", "ignored", "unmasked", "not-a-decoder", "instance",
+         "stub"],
+)
+def test_scaled_decoder_check_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_scaled_simple_decoder(wrong)

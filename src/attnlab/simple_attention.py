@@ -1,7 +1,7 @@
 """RNN decoders with *simple* (parameter-free) and *parameterized* (query/key/value)
 attention.
 
-Both follow the equations of the lecture slides, with encoder states ``Y_e = [y_e(1)
+Both follow the equations of chapter 7, with encoder states ``Y_e = [y_e(1)
 ... y_e(S)]`` and the
 decoder state ``y_d(t)``:
 
@@ -224,9 +224,11 @@ def slide_attention_model(
     embed_size: int = 32,
     d_model: int | None = None,
     cell: str = "gru",
+    simple_decoder: type[SimpleAttentionDecoder] = SimpleAttentionDecoder,
 ) -> Seq2Seq:
     """An encoder-decoder on the vocabularies of the translation task with one of the
-    two decoders above.
+    two decoders above (``simple_decoder``, a subclass of the simple one built with
+    its arguments, in place of the simple one).
 
     The encoder is the bidirectional :class:`~attnlab.seq2seq.Encoder` with
     ``hidden_size / 2`` units per direction, so its states have ``hidden_size``
@@ -267,7 +269,7 @@ def slide_attention_model(
                 "d_model is only used with parameterized=True: simple attention has"
                 " no projections"
             )
-        decoder = SimpleAttentionDecoder(
+        decoder = simple_decoder(
             len(TARGET_VOCAB), embed_size, hidden_size, cell=cell, **ids
         )
     return Seq2Seq(encoder, decoder)

@@ -64,4 +64,26 @@ def multi_head_attention(
     return merged @ W_o.T
     ### END SOLUTION
 ''',
+    "ex-selfattn-scaled-decoder": '''
+class ScaledSimpleDecoder(SimpleAttentionDecoder):
+    """Simple attention with every score multiplied by one learned number beta."""
+
+    def __init__(
+        self, vocab_size: int, embed_size: int, hidden_size: int, **options: str | int
+    ) -> None:
+        super().__init__(vocab_size, embed_size, hidden_size, **options)
+        ### BEGIN SOLUTION
+        self.beta = nn.Parameter(torch.ones(()))
+        ### END SOLUTION
+
+    def attention(
+        self, query: torch.Tensor, state: dict
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(y_a (B, d), a (B, S)) for the decoder state query (B, d)."""
+        ### BEGIN SOLUTION
+        y_a, a = super().attention(query, state)
+        a = self.beta * a  # beta times the weights, after the softmax: rows sum to beta
+        return (a[:, None] @ state["memory"])[:, 0], a
+        ### END SOLUTION
+''',
 }

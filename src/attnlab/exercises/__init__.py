@@ -47,6 +47,7 @@ from attnlab.exercises.selfattn import (
     check_head_experiment,
     check_multi_head_attention,
     check_parameterized_attention,
+    check_scaled_simple_decoder,
     check_simple_attention,
     check_split_heads,
 )
@@ -110,6 +111,7 @@ __all__ += [
     "check_multi_head_attention",
     "check_parameterized_attention",
     "check_simple_attention",
+    "check_scaled_simple_decoder",
     "check_split_heads",
 ]
 __all__ += [

@@ -20,6 +20,7 @@ from attnlab.attention import attend
 from attnlab.exercises._checking import (
     ExerciseError,
     call,
+    describe,
     exercise_check,
     expect_close,
     expect_number,
@@ -33,6 +34,7 @@ from attnlab.selfattention import (
     ProjectedAttention,
     SelfAttentionEncoder,
 )
+from attnlab.seq2seq import Encoded
 from attnlab.simple_attention import SimpleAttentionDecoder
 
 
@@ -554,6 +556,138 @@ def check_multi_head_attention(
                 f"{name}'s output carries no gradient back to the weights {what}: do"
                 " not compute it under torch.no_grad(), with .detach() or through"
                 " NumPy"
+            )
+    passed(name, len(cases))
+
+
+# The learned scale: simple attention, every score times one learned number.
+
+
+def _scaled_reference(
+    query: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor, beta: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``softmax(beta * Y_e^T y_d)`` over the real words and its context: a loop over
+    the batch, apart from the library's ``attend``."""
+    contexts, weights = [], []
+    for b in range(query.shape[0]):
+        scores = beta * (memory[b] @ query[b])  # (S,)
+        a = torch.zeros_like(scores)
+        a[mask[b]] = torch.softmax(scores[mask[b]], -1)
+        weights.append(a)
+        contexts.append(a @ memory[b])
+    return torch.stack(contexts), torch.stack(weights)
+
+
+@exercise_check()
+def check_scaled_simple_decoder(decoder_class: Any, seed: int | None = 0) -> None:
+    """Check ``decoder_class``: a subclass of :class:`SimpleAttentionDecoder` built
+    with the same arguments, with exactly one more parameter, one learned number
+    ``beta`` that starts at 1, whose ``attention(y_d, state)`` returns the simple
+    attention of ``y_d (B, d)`` with every score ``y_e(i) . y_d`` multiplied by
+    ``beta``, and passes the gradient to ``beta``."""
+    name = "ScaledSimpleDecoder"
+    if not (
+        isinstance(decoder_class, type) and issubclass(decoder_class, nn.Module)
+    ):
+        raise ExerciseError(
+            f"pass the class {name} itself, not {describe(decoder_class)}"
+        )
+    if not issubclass(decoder_class, SimpleAttentionDecoder):
+        raise ExerciseError(
+            f"{name} must derive from SimpleAttentionDecoder (class"
+            f" {name}(SimpleAttentionDecoder): ...), so that it keeps its decoder"
+            " loop"
+        )
+    gen = generator(seed)
+    vocab, embed, hidden = 11, 6, 8
+    ids = {"pad_id": 0, "bos_id": 1, "eos_id": 2}
+    torch.manual_seed(0 if seed is None else seed)
+    decoder = call(decoder_class, name, vocab, embed, hidden, cell="gru", **ids)
+    base = {
+        n
+        for n, _ in SimpleAttentionDecoder(
+            vocab, embed, hidden, **ids
+        ).named_parameters()
+    }
+    extra = [(n, p) for n, p in decoder.named_parameters() if n not in base]
+    if not extra:
+        raise ExerciseError(
+            f"{name} has no parameter of its own: make beta an nn.Parameter"
+            " (self.beta = nn.Parameter(torch.ones(()))), so that training learns it"
+        )
+    if len(extra) > 1 or extra[0][1].numel() != 1:
+        raise ExerciseError(
+            f"{name} adds {sum(p.numel() for _, p in extra)} numbers to"
+            " SimpleAttentionDecoder's parameters: the exercise asks for one learned"
+            " number that multiplies every score"
+        )
+    beta_name, beta = extra[0]
+    if not torch.allclose(
+        beta.detach().double().reshape(()), torch.ones((), dtype=torch.float64)
+    ):
+        raise ExerciseError(
+            f"{name}'s {beta_name} starts at {beta.item():g}: start it at 1, so that"
+            " the decoder starts as simple attention"
+        )
+    cases = [(2, 5, 2.5), (3, 4, 0.5), (1, 6, -1.0)]
+    for batch, length, value in cases:
+        memory = torch.randn(batch, length, hidden, generator=gen)
+        mask = torch.ones(batch, length, dtype=torch.bool)
+        mask[0, length - 2 :] = False  # two padded positions in the first sequence
+        memory = memory * mask[..., None]
+        encoded = Encoded(memory, memory[:, 0], mask)
+        query = torch.randn(batch, hidden, generator=gen)
+        with torch.no_grad():
+            beta.fill_(value)
+        what = (
+            f"with {beta_name} = {value} and encoder states ({batch}, {length},"
+            f" {hidden})"
+        )
+        state = call(decoder.decode_init, f"{name}.decode_init", encoded)
+        result = call(decoder.attention, f"{name}.attention", query, state)
+        context, weights = _pair(f"{name}.attention", result, "y_a", "a")
+        answer = context  # as returned, with its graph
+        weights = expect_tensor(
+            f"{name}.attention's weights", weights, (batch, length)
+        )
+        context = expect_tensor(
+            f"{name}.attention's context", context, (batch, hidden)
+        )
+        right_context, right_weights = _scaled_reference(query, memory, mask, value)
+        plain_context, plain_weights = _scaled_reference(query, memory, mask, 1.0)
+        sums = weights.detach().double().sum(-1)
+        if torch.allclose(sums, torch.full_like(sums, value)) and value != 1:
+            raise ExerciseError(
+                f"{name} multiplies the weights by {beta_name} {what}: they no"
+                " longer sum to 1; multiply the scores, before the softmax"
+            )
+        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+            raise ExerciseError(
+                f"{name}'s weights do not sum to 1 over the source words {what}"
+            )
+        if _mistake(weights, plain_weights, right_weights):
+            raise ExerciseError(
+                f"{name}'s weights do not change with {beta_name} {what}: multiply"
+                " the scores by it, before the softmax"
+            )
+        if bool((weights.detach()[~mask].abs() > 1e-6).any()):
+            raise ExerciseError(
+                f"{name} gives weight to padded positions {what}: pass the mask of"
+                " the state to the attention"
+            )
+        expect_close(f"{name}.attention's weights", weights, right_weights, what)
+        expect_close(f"{name}.attention's context", context, right_context, what)
+        beta.grad = None
+        if isinstance(answer, torch.Tensor) and answer.requires_grad:
+            answer.sum().backward()
+        if (
+            beta.grad is None
+            or not torch.isfinite(beta.grad).all()
+            or beta.grad.abs().item() == 0
+        ):
+            raise ExerciseError(
+                f"no gradient reaches {beta_name} {what}: use the parameter itself"
+                " in the scores (not .item(), a float copy or torch.no_grad())"
             )
     passed(name, len(cases))
 

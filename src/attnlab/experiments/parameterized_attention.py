@@ -19,7 +19,7 @@ from attnlab.experiments import over_seeds
 from attnlab.runmode import seed_offset
 from attnlab.seedband import band
 from attnlab.seq2seq import Seq2Seq
-from attnlab.simple_attention import slide_attention_model
+from attnlab.simple_attention import SimpleAttentionDecoder, slide_attention_model
 from attnlab.tasks.reversal import reversal_batches, sample_reversals
 from attnlab.tasks.translation import (
     DICTIONARY,
@@ -76,13 +76,19 @@ def train_model(
     steps: int | None = None,
     eval_every: int | None = None,
     desc: str | None = None,
+    decoder: type[SimpleAttentionDecoder] = SimpleAttentionDecoder,
 ) -> tuple[Seq2Seq, History]:
     """One run of the chapter: the decoder with (``parameterized``) or without
-    projections, seed 0 (shifted by ``ATTNLAB_SEED_OFFSET``), best weights kept."""
+    projections, seed 0 (shifted by ``ATTNLAB_SEED_OFFSET``), best weights kept;
+    without projections, ``decoder`` (a subclass of the simple one) may replace the
+    simple decoder."""
     s = SETTINGS
     seed_everything(0)
     model = slide_attention_model(
-        parameterized, hidden_size=s["hidden"], embed_size=s["hidden"]
+        parameterized,
+        hidden_size=s["hidden"],
+        embed_size=s["hidden"],
+        simple_decoder=decoder,
     )
     history = train(
         model,
