@@ -398,3 +398,25 @@ def test_training_without_the_mask_learns_to_avoid_repeats_and_the_mask_never_hu
                 assert 0.2 < valid.float().mean() < 0.95
     assert valid.float().mean() > 0.9  # the model learned by itself not to repeat an input
     assert (unmasked == order).all(-1).float().mean() > 0.85
+
+
+def test_longer_hull_record_at_toy_size_sets_each_seed_beside_the_chapters_budget(tmp_path, monkeypatch, capsys):
+    from attnlab.experiments import pointer_hull_longer, pointer_networks, record
+
+    monkeypatch.setitem(pointer_hull_longer.SETTINGS, "hull_steps", 3)
+    monkeypatch.setitem(pointer_networks.SETTINGS, "hull_sets", 20)
+    path = tmp_path / "hull.json"
+    with pytest.raises(SystemExit, match="contradicts"):  # three toy steps do not beat the chapter's 1,600
+        pointer_hull_longer.main(["--seeds", "2", "--json", str(path)])
+    data = record.load(path)
+    runs = data["results"]["runs"]
+    assert [run["seed"] for run in runs] == [0, 1]
+    for run in runs:
+        assert sorted(run["hull"]["sizes"], key=int) == ["5", "10", "20", "50"]
+        for measures in run["hull"]["sizes"].values():
+            assert 0 <= measures["accuracy"] <= 1 and 0 <= measures["coverage"] <= 1 + 1e-6
+    assert runs[0]["hull"] != runs[1]["hull"]  # another seed, other point sets
+    table = pointer_hull_longer.markdown(data)
+    chapter = pointer_networks.hull_band(pointer_hull_longer._chapter_runs(runs), 10, "accuracy")
+    assert f"| 10 | {chapter.mean:.3f} " in table
+    assert "does not hold: five times as long: more exact hulls at 10 points on every seed" in capsys.readouterr().out
