@@ -612,8 +612,8 @@ def check_scaled_simple_decoder(decoder_class: Any, seed: int | None = 0) -> Non
     extra = [(n, p) for n, p in decoder.named_parameters() if n not in base]
     if not extra:
         raise ExerciseError(
-            f"{name} has no parameter of its own: make beta an nn.Parameter"
-            " (self.beta = nn.Parameter(torch.ones(()))), so that training learns it"
+            f"{name} has no parameter of its own: make beta an nn.Parameter, so"
+            " that training learns it"
         )
     if len(extra) > 1 or extra[0][1].numel() != 1:
         raise ExerciseError(
