@@ -654,7 +654,7 @@ def check_scaled_simple_decoder(decoder_class: Any, seed: int | None = 0) -> Non
             f"{name}.attention's context", context, (batch, hidden)
         )
         right_context, right_weights = _scaled_reference(query, memory, mask, value)
-        plain_context, plain_weights = _scaled_reference(query, memory, mask, 1.0)
+        _, plain_weights = _scaled_reference(query, memory, mask, 1.0)
         sums = weights.detach().double().sum(-1)
         if torch.allclose(sums, torch.full_like(sums, value)) and value != 1:
             raise ExerciseError(
