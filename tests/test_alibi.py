@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from attnlab.alibi import alibi_bias, alibi_slopes
+from attnlab.alibi import alibi_bias, alibi_encoder_bias, alibi_slopes
 from attnlab.attention import causal_mask, masked_softmax
 from attnlab.selfattention import MultiHeadAttention
 from attnlab.tasks.translation import SOURCE_VOCAB, TARGET_VOCAB
@@ -132,3 +132,57 @@ def test_an_alibi_transformer_adds_no_position_vectors_and_has_no_position_param
     embedded = model.encoder.embed(tokens)
     assert torch.equal(embedded[0, 0], embedded[0, 2])
     assert not any("learned" in name for name, _ in model.named_parameters())
+
+
+@pytest.mark.parametrize("n_heads", [2, 4])
+def test_the_encoder_bias_looks_back_with_half_the_heads_and_ahead_with_the_rest(n_heads):
+    length, half = 5, n_heads // 2
+    bias = alibi_encoder_bias(n_heads, length)
+    slopes = alibi_slopes(half)
+    assert bias.shape == (n_heads, length, length)
+    for h in range(n_heads):
+        m = slopes[h % half].item()
+        for i in range(length):
+            for j in range(length):
+                seen = j <= i if h < half else j >= i
+                expected = -m * abs(i - j) if seen else -math.inf
+                assert bias[h, i, j].item() == pytest.approx(expected)
+
+
+def test_the_encoder_bias_needs_an_even_number_of_heads():
+    with pytest.raises(ValueError, match="even number of heads .* got n_heads = 3"):
+        alibi_encoder_bias(3, 4)
+    with pytest.raises(ValueError, match="got n_heads = 1"):
+        alibi_model_with_heads(1)
+
+
+def alibi_model_with_heads(n_heads: int) -> Transformer:
+    return Transformer(len(SOURCE_VOCAB), len(TARGET_VOCAB), d_model=16, n_heads=n_heads, positions="alibi")
+
+
+def test_a_symmetric_bias_cannot_tell_a_sentence_from_its_mirror_image_and_the_encoders_can():
+    """Under -m|i - j| reversing the words reverses the outputs (no left, no right); with half the heads looking
+    back and half ahead it does not."""
+    torch.manual_seed(0)
+    layer = EncoderLayer(16, 2, 24).eval()
+    x = torch.randn(1, 6, 16)
+    with torch.no_grad():
+        for bias, mirrored in [
+            (alibi_bias(alibi_slopes(2), 6, 6, causal=False), True),
+            (alibi_encoder_bias(2, 6), False),
+        ]:
+            out, _ = layer(x, attn_bias=bias)
+            out_reversed, _ = layer(x.flip(1), attn_bias=bias)
+            assert torch.allclose(out_reversed.flip(1), out, atol=1e-5) == mirrored
+
+
+def test_an_alibi_encoder_has_one_head_reading_back_and_one_ahead():
+    model = alibi_model()
+    src = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])
+    with torch.no_grad():
+        model.encoder(src, src != 0)
+    for weights in model.encoder.last_weights:  # (B, heads, S, S) per layer
+        assert weights[:, 0].triu(1).abs().max() == 0  # head 0: keys j <= i
+        assert weights[:, 1].tril(-1).abs().max() == 0  # head 1: keys j >= i
+        assert weights[1, :, :3, 3:].abs().max() == 0  # never the padding
+        assert not weights.isnan().any()

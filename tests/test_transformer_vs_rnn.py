@@ -22,8 +22,18 @@ def test_recipes_give_their_schedules():
     assert Recipe("a", 1e-3).lr_factor(steps)(150) == decay_in_second_half(steps)(150)
     assert Recipe("b", 1e-3, "inverse-sqrt").lr_factor(steps)(60) == warmup_inverse_sqrt(20)(60)
     assert Recipe("c", 1e-3, "cosine").lr_factor(steps)(60) == warmup_cosine(steps, 20)(60)
+    assert Recipe("e", 1e-3, "cosine", warmup=0.05).lr_factor(steps)(60) == warmup_cosine(steps, 10)(60)
+    assert Recipe("f", 1e-3, "cosine", warmup=0.2).lr_factor(steps)(30) == pytest.approx(31 / 40)
     with pytest.raises(KeyError):
         Recipe("d", 1e-3, "linear").lr_factor(steps)
+
+
+def test_every_model_gets_two_peak_rates_and_the_transformer_two_warm_ups():
+    for model in MODELS:
+        assert len({r.lr for r in CANDIDATES[model]}) >= 2
+    warm_ups = {(r.lr, r.warmup) for r in CANDIDATES["Transformer"]}
+    assert len(warm_ups) == len(CANDIDATES["Transformer"]) == 4
+    assert all(r.norm_first and r.schedule == "cosine" for r in CANDIDATES["Transformer"])
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +50,24 @@ def test_the_choice_is_the_best_validation_score_of_the_declared_candidates(tiny
     assert [s["recipe"]["name"] for s in found["selection"]] == [r.name for m in MODELS for r in CANDIDATES[m]]
     for model in MODELS:
         scored = [s for s in found["selection"] if s["model"] == model]
-        best = max(s["validation_accuracy"] for s in scored)
-        first_best = next(s for s in scored if s["validation_accuracy"] == best)
+        best = max(s["validation_exact"] for s in scored)
+        first_best = next(s for s in scored if s["validation_exact"] == best)
         assert found["chosen"][model] == first_best["recipe"]
+
+
+def test_a_choice_within_the_seed_spread_is_called_a_tie(tiny):
+    found = tiny["results"]
+    margins = transformer_vs_rnn.selection_margins(found)
+    assert set(margins) == set(MODELS) and all(m >= 0 and r >= 0 for m, r in margins.values())
+    fake = {
+        "selection": [{"model": m, "validation_exact": v} for m in MODELS for v in (0.9, 0.8)],
+        "runs": [{"model": m, "positions": "sinusoidal", "validation_exact": v} for m in MODELS for v in (0.9, 0.85)],
+    }
+    assert transformer_vs_rnn.selection_margins(fake)["RNNenc"] == pytest.approx((0.1, 0.05))
+    assert "exceeds the seed spread" in transformer_vs_rnn.selection_verdicts(fake)
+    for run in fake["runs"]:
+        run["validation_exact"] = 0.7 if run["validation_exact"] == 0.85 else 0.9
+    assert transformer_vs_rnn.selection_verdicts(fake).count("a tie.") == len(MODELS)
 
 
 def test_every_model_and_kind_of_positions_runs_on_every_seed(tiny):
@@ -55,11 +80,11 @@ def test_every_model_and_kind_of_positions_runs_on_every_seed(tiny):
         assert run["recipe"] == found["chosen"][run["model"]]
         assert [row["bucket"] for row in run["buckets"]] == [f"{a}-{b}" for a, b in transformer_vs_rnn.BUCKETS]
     # seed 0's runs of the chosen recipes are those of the selection, not trained twice
-    selected = {s["model"]: s["validation_accuracy"] for s in found["selection"]
+    selected = {s["model"]: (s["validation_exact"], s["validation_accuracy"]) for s in found["selection"]
                 if s["recipe"] == found["chosen"][s["model"]]}
     for run in found["runs"]:
         if run["seed"] == 0 and run["positions"] == "sinusoidal":
-            assert run["validation_accuracy"] == selected[run["model"]]
+            assert (run["validation_exact"], run["validation_accuracy"]) == selected[run["model"]]
 
 
 def test_the_tables_and_bands_come_from_the_runs(tiny):

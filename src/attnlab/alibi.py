@@ -8,6 +8,12 @@ position ``j``, so every head prefers nearby keys, each at its own rate. The slo
 the same bias is defined at every length; in a causal self-attention the keys after
 the query are masked (``-inf``), and the bias there is the distance to the past,
 ``i - j``.
+
+Press et al. designed ALiBi for causal self-attention. In an encoder, where every
+word may see every other, the symmetric penalty ``m_h |i - j|`` cannot tell a
+word on the left from one on the right; :func:`alibi_encoder_bias` therefore
+makes half of the heads look back and half look ahead, each half a causal ALiBi
+(one of them mirrored).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import torch
 
 from attnlab._validate import check_ndim, check_positive, shape_of
 
-__all__ = ["alibi_bias", "alibi_slopes"]
+__all__ = ["alibi_bias", "alibi_encoder_bias", "alibi_slopes"]
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
@@ -66,6 +72,26 @@ def alibi_bias(
     if causal:
         bias = bias.masked_fill(distance < 0, -math.inf)
     return bias
+
+
+def alibi_encoder_bias(n_heads: int, length: int) -> torch.Tensor:
+    """The direction-aware ``(n_heads, length, length)`` bias of an encoder's
+    self-attention, for an even ``n_heads``.
+
+    Heads ``0 .. n_heads/2 - 1`` look back: the causal bias of
+    :func:`alibi_bias` (keys ``j <= i``, ``-m (i - j)``). Heads ``n_heads/2 ..``
+    look ahead: its mirror image (keys ``j >= i``, ``-m (j - i)``). Each half has
+    the slopes :func:`alibi_slopes` gives ``n_heads / 2`` heads.
+    """
+    check_positive("n_heads", n_heads)
+    check_positive("length", length)
+    if n_heads % 2:
+        raise ValueError(
+            "a direction-aware ALiBi needs an even number of heads (half look back,"
+            f" half ahead), got n_heads = {n_heads}"
+        )
+    back = alibi_bias(alibi_slopes(n_heads // 2), length, length, causal=True)
+    return torch.cat([back, back.transpose(1, 2)])
 
 
 def check_bias(bias: torch.Tensor, n_heads: int, tq: int, tk: int) -> None:

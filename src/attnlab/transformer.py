@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlab._validate import check_ndim, check_positive, shape_of
-from attnlab.alibi import alibi_bias, alibi_slopes
+from attnlab.alibi import alibi_bias, alibi_encoder_bias, alibi_slopes
 from attnlab.attention import attend, causal_mask
 from attnlab.selfattention import (
     MultiHeadAttention,
@@ -500,8 +500,10 @@ class TransformerEncoder(nn.Module):
     """Embedding (times ``sqrt(d_model)``) plus positions, then ``n_layers``
     :class:`EncoderLayer`.
 
-    With ``positions="alibi"`` no position is added to the embeddings; every
-    self-attention subtracts ``m_h |i - j|`` from its scores (:mod:`attnlab.alibi`).
+    With ``positions="alibi"`` no position is added to the embeddings; in every
+    self-attention half of the heads look back and half ahead, each subtracting
+    ``m_h`` times the distance from its scores
+    (:func:`~attnlab.alibi.alibi_encoder_bias`).
 
     ``forward(src (B, S), src_mask (B, S)) -> Encoded`` like the recurrent encoder:
     ``states (B, S, d_model)`` (zero at padding; after a final layer normalisation in
@@ -527,6 +529,8 @@ class TransformerEncoder(nn.Module):
         check_positive("n_layers", n_layers)
         self.d_model, self.output_size = d_model, d_model
         self.n_heads, self.positions = n_heads, positions
+        if positions == "alibi":
+            alibi_encoder_bias(n_heads, 1)  # an odd number of heads is an error
         self.embed = _Embedding(vocab_size, d_model, positions, max_len, pad_id)
         self.layers = nn.ModuleList(
             EncoderLayer(
@@ -541,9 +545,8 @@ class TransformerEncoder(nn.Module):
         lengths = check_source(src, src_mask)
         x = self.embed(src)
         bias = None
-        if self.positions == "alibi":  # -m_h |i - j| between source positions
-            slopes, length = alibi_slopes(self.n_heads), x.shape[1]
-            bias = alibi_bias(slopes, length, length, causal=False)
+        if self.positions == "alibi":  # half the heads look back, half ahead
+            bias = alibi_encoder_bias(self.n_heads, x.shape[1])
         self.last_weights = []
         for layer in self.layers:
             x, weights = layer(x, key_padding_mask=src_mask, attn_bias=bias)

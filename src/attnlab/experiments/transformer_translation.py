@@ -15,7 +15,7 @@ Transformer's cross-attention head chosen on validation sentences.
 
 from __future__ import annotations
 
-import sys
+from dataclasses import asdict
 from typing import Any
 
 from torch import nn
@@ -301,4 +301,15 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> None:
-    over_seeds.command(sys.modules[__name__], argv)
+    """:func:`~attnlab.experiments.over_seeds.main` with :data:`SETTINGS` and the
+    recipes the runs use, so that a record made with other recipes is not kept."""
+    chosen = {name: asdict(recipe) for name, recipe in recipes().items()}
+    over_seeds.main(
+        "transformer-translation",
+        argv,
+        description=(__doc__ or "").split("\n\n")[0],
+        settings={**SETTINGS, "recipes": chosen},
+        run_seed=run_seed,
+        conclusions=conclusions,
+        markdown=markdown,
+    )
