@@ -123,6 +123,13 @@ def test_errors():
     with pytest.raises(ValueError, match="d_model is only used with parameterized=True"):
         slide_attention_model(False, d_model=8)
 
+    class Scaled(SimpleAttentionDecoder):
+        pass
+
+    with pytest.raises(ValueError, match="the parameterized model has none, got simple_decoder = Scaled"):
+        slide_attention_model(True, simple_decoder=Scaled)
+    assert isinstance(slide_attention_model(False, simple_decoder=Scaled).decoder, Scaled)
+
 
 # --- the reversal task ------------------------------------------------------------------------------------------
 

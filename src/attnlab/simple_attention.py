@@ -253,6 +253,11 @@ def slide_attention_model(
         "bos_id": TARGET_VOCAB.bos,
         "eos_id": TARGET_VOCAB.eos,
     }
+    if parameterized and simple_decoder is not SimpleAttentionDecoder:
+        raise ValueError(
+            "simple_decoder replaces the simple decoder; the parameterized model has"
+            f" none, got simple_decoder = {simple_decoder.__name__}"
+        )
     if parameterized:
         decoder: SlideAttentionDecoder = ParameterizedAttentionDecoder(
             len(TARGET_VOCAB),
