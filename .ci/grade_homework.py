@@ -21,6 +21,10 @@ then submit notebooks made from that students' version and grade them with `pyth
   prints the worked solutions from the course's source, and starts processes that outlive its kernel, one of them
   holding the gradebook locked (full points, no note; every other student graded as expected, the package
   unchanged, no process left: each notebook runs in attnlab.teaching.sandbox);
+- cheater: the wrong answers plus a cell that makes every comparison in the student's process agree
+  (`torch.allclose`, `torch.equal`, `math.isclose`), switches off the delegation detector (`sys.setprofile`) and hides
+  every failing cell's traceback (0 points, tampering noted: the grader judges in a process of its own,
+  attnlab.teaching.verdicts, and a notebook that replaced what checks use earns nothing for its checks);
 - not-a-notebook and empty: a text file and an empty file (could not be graded, with the reason);
 - absent: a student of the gradebook who handed nothing in (not submitted).
 
@@ -102,6 +106,16 @@ for _name in dir(_exercises):
         globals()[_name] = getattr(_exercises, _name)
 _checking.expect_close = lambda *args, **kwargs: None
 _checking.call = lambda fn, name, *args, **kwargs: fn(*args, **kwargs)
+"""
+
+# a cell that patches what a check in the student's process would use: comparisons that always agree, the delegation
+# detector switched off, a failing check's traceback hidden; the grader's verdicts do not pass through any of it
+CHEATS = """\
+import math as _math, sys as _sys, torch as _torch
+_always = lambda *args, **kwargs: True
+_torch.allclose = _torch.equal = _math.isclose = _torch.Tensor.allclose = _torch.Tensor.equal = _always
+_sys.setprofile = lambda *args: None
+get_ipython().showtraceback = lambda *args, **kwargs: None
 """
 
 # a cell that attacks the other students, the grader and the gradebook (COURSE and CHAPTER filled in): each attack
@@ -233,8 +247,15 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
     if attacker.nbformat_minor < 5:
         del cell["id"]
     attacker.cells.insert(imports + 1, cell)
+    # the wrong answers, and cheats that would pass them if the checks ran in the student's process
+    cheater = copy.deepcopy(mistaken)
+    cell = nbformat.v4.new_code_cell(CHEATS)
+    if cheater.nbformat_minor < 5:
+        del cell["id"]
+    cheater.cells.insert(imports + 1, cell)
     subs = {"solution": noisy, "untouched": untouched, "wrong": mistaken, "tampered": tampered,
-            "renamed": renamed, "attacker": attacker, "not-a-notebook": "These are my answers: 42.\n", "empty": ""}
+            "renamed": renamed, "attacker": attacker, "cheater": cheater,
+            "not-a-notebook": "These are my answers: 42.\n", "empty": ""}
     expected = {
         "solution": (GRADED, auto, ""),
         "untouched": (GRADED, 0.0, ""),
@@ -244,6 +265,7 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
         "renamed": (GRADED, auto, f"handed in as {FILE_NAMES['renamed'].format(file_name)}; grade id my-answer renamed back to "
                                   f"{other.label}; cell type restored in {first.label}-check"),
         "attacker": (GRADED, auto, ""),
+        "cheater": (GRADED, 0.0, f"tampering detected in {code[0].label}-check"),
         "not-a-notebook": (UNGRADABLE, 0.0, "not a notebook"),
         "empty": (UNGRADABLE, 0.0, "empty file"),
         "absent": (NOT_SUBMITTED, 0.0, ""),

@@ -158,13 +158,15 @@ def uniform_lookup(query, keys, values):
 def run_hidden(answer) -> None:
     """The hidden tests of a check cell; they raise the ExerciseError of a fresh import,
     an AssertionError."""
-    exec(hidden_tests("check_soft_lookup(answer, seed=3)"), {"answer": answer})
+    exec(hidden_tests("check_soft_lookup(answer, seed=3)", "ex-check"), {"answer": answer})
 
 
 def test_hidden_tests_grade_with_fresh_inputs(capsys):
-    hidden = hidden_tests("x = 1\ncheck_model(model, accuracy, seed=3)\nprint(x)")
+    hidden = hidden_tests("x = 1\ncheck_model(model, accuracy, seed=3)\nprint(x)", "ex-check")
     assert hidden.splitlines()[0] == BEGIN_HIDDEN and hidden.splitlines()[-1] == END_HIDDEN
-    assert "graded('check_model', model, accuracy, seed=None)" in hidden
+    assert "serve('ex-check', [('check_model', (model, accuracy), {})])" in hidden
+    one = hidden_tests("check_x(f, steps=2)", "ex-check")
+    assert "serve('ex-check', [('check_x', (f,), {'steps': 2})])" in one
     with pytest.raises(ValueError, match="no check_"):
         hidden_tests("print(1)")
     run_hidden(right_lookup)

@@ -27,7 +27,11 @@ course's own otherwise): a cell that runs longer is stopped and costs its exerci
 points, serially and with workers alike. A cell that stops Python (``os._exit``, a
 crash) costs only its own exercise: a new kernel runs the cells before it again and
 the notebook goes on. Every notebook runs in a sandbox
-(:mod:`attnlab.teaching.sandbox`; ``--no-sandbox`` to grade without one).
+(:mod:`attnlab.teaching.sandbox`; ``--no-sandbox`` to grade without one). The
+checks of a submission are judged by a grader process of its own
+(:mod:`attnlab.teaching.verdicts`), which calls the notebook's functions through a
+channel of plain data: a check cell's points are the grader's verdict, not what the
+notebook shows.
 ``--roster CSV`` gives every student of the class a row, *not submitted* where
 nothing was handed in. Beside the CSV goes the class summary (``<csv
 stem>-summary.md``, or ``--summary FILE``): per assignment, the submissions by
@@ -69,6 +73,7 @@ import nbformat
 from attnlab.exercises._integrity import TAMPERED
 from attnlab.teaching.release import BEGIN_HIDDEN, END_HIDDEN, hidden_tests
 from attnlab.teaching.sandbox import DEFAULT_LIMITS, Limits, unavailable, use_sandbox
+from attnlab.teaching.verdicts import NOT_RUN, grader, plan
 
 GRADED, NOT_SUBMITTED, UNGRADABLE = "graded", "not submitted", "could not be graded"
 KERNEL_STOPPED = "KernelStopped"  # the error of a cell that stopped Python
@@ -115,16 +120,19 @@ def _is_check(cell: nbformat.NotebookNode) -> bool:
 def add_hidden_tests(
     nb: nbformat.NotebookNode, resources: dict
 ) -> tuple[nbformat.NotebookNode, dict]:
-    """An nbgrader preprocessor, run before execution: append to every check cell its
-    hidden tests (:func:`attnlab.teaching.release.hidden_tests`)."""
+    """An nbgrader preprocessor, run before execution: put every check cell's
+    hidden tests (:func:`attnlab.teaching.release.hidden_tests`) before its own
+    code, so that the grader's verdict never waits on the checks run in the
+    student's process."""
     for cell in nb.cells:
         if _is_check(cell) and BEGIN_HIDDEN not in cell.source:
-            cell.source = f"{cell.source.rstrip()}\n{hidden_tests(cell.source)}"
+            hidden = hidden_tests(cell.source, _grade_id(cell) or "")
+            cell.source = f"{hidden}\n{cell.source}"
     return nb, resources
 
 
 def _strip_hidden(source: str) -> str:
-    pattern = rf"\n?{re.escape(BEGIN_HIDDEN)}.*?{re.escape(END_HIDDEN)}"
+    pattern = rf"\n?{re.escape(BEGIN_HIDDEN)}.*?{re.escape(END_HIDDEN)}\n?"
     return re.sub(pattern, "", source, flags=re.DOTALL)
 
 
@@ -582,11 +590,15 @@ def grade_submission(
         return Result(student, assignment, intake.status, intake.reason, {}, 0.0)
     if work != course:
         _replace(path.parent, work / "submitted" / student / assignment)
-    error = _failure(api.autograde(assignment, student, force=True, create=True))
+    cells = plan(release)
+    with grader(_socket_folder(api), cells) as verdicts:
+        error = _failure(api.autograde(assignment, student, force=True, create=True))
     if error is not None:
         seconds = time.perf_counter() - start
         return Result(student, assignment, UNGRADABLE, error, {}, seconds)
+    missing = apply_verdicts(work, assignment, student, cells, verdicts)
     notes = intake.notes + list(dict.fromkeys(_flags(work, assignment, student)))
+    notes += missing
     feedback = _failure(api.generate_feedback(assignment, student, force=True))
     if feedback is not None:
         notes.append(f"no feedback page: {feedback}")
@@ -598,6 +610,67 @@ def grade_submission(
         _scores(work, assignment, student),
         time.perf_counter() - start,
     )
+
+
+def _socket_folder(api) -> Path | None:
+    """The folder of the sandbox's sockets, which its kernels can reach (None:
+    grading without a sandbox)."""
+    manager = api.config.get("KernelManager", {})
+    if manager.get("transport") != "ipc":
+        return None
+    return Path(manager["ip"]).parent
+
+
+def _error_output(ename: str, message: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output(
+        "error", ename=ename, evalue=message, traceback=[f"{ename}: {message}"]
+    )
+
+
+def apply_verdicts(
+    work: Path,
+    assignment: str,
+    student: str,
+    cells: dict[str, list[str]],
+    verdicts: dict[str, dict],
+) -> list[str]:
+    """Give the check cells ``cells`` (:func:`~attnlab.teaching.verdicts.plan`) of
+    an autograded submission the grader's ``verdicts``: their points in the
+    gradebook, and outputs that show the verdict (what the notebook showed of it is
+    not trusted; its time-outs and crashes are kept where the grader has no
+    verdict). Returns the notes: the cells whose graded tests never reached a
+    verdict with no error that says why."""
+    from nbgrader.api import Gradebook
+
+    path = work / "autograded" / student / assignment / f"{assignment}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    passed, notes = {}, []
+    for cell in nb.cells:
+        grade_id = _grade_id(cell)
+        if grade_id not in cells:
+            continue
+        verdict = verdicts.get(grade_id, {})
+        passed[grade_id] = bool(verdict.get("complete") and verdict.get("passed"))
+        if verdict.get("complete"):
+            cell.outputs = [o for o in cell.outputs if o.output_type != "error"]
+            if verdict.get("output"):
+                text = without_paths(str(verdict["output"]))
+                cell.outputs.append(
+                    nbformat.v4.new_output("stream", name="stdout", text=text)
+                )
+            if not passed[grade_id]:
+                message = without_paths(str(verdict.get("message")))
+                cell.outputs.append(_error_output("ExerciseError", message))
+        elif not _errors(cell):
+            cell.outputs.append(_error_output("ExerciseError", NOT_RUN))
+            notes.append(f"graded tests did not run in {grade_id}")
+    nbformat.write(nb, path)
+    with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gradebook:
+        for grade_id, ok in passed.items():
+            grade = gradebook.find_grade(grade_id, assignment, assignment, student)
+            grade.auto_score = grade.max_score if ok else 0.0
+        gradebook.db.commit()
+    return notes
 
 
 def _replace(source: Path, target: Path) -> None:

@@ -209,41 +209,58 @@ finally:
         _sys.modules["attnlab"].exercises = _kept["attnlab.exercises"]"""
 
 
-def hidden_tests(check_source: str) -> str:
-    """The hidden tests of a check cell: every ``check_*`` call again, with inputs
-    drawn afresh (``seed=None``), through
-    :func:`attnlab.exercises._integrity.graded`.
-
-    The checks are imported anew from disk and the library is verified, so that a
-    name rebound or a helper patched in the student's notebook cannot stand in for
-    them.
-    """
+def check_call_nodes(source: str) -> list[ast.Call]:
+    """The ``check_*(...)`` calls that make up the statements of a check cell's
+    ``source``, in order."""
     calls = []
-    for node in ast.parse(check_source).body:
+    for node in ast.parse(source).body:
         call = node.value if isinstance(node, ast.Expr) else None
         if (
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Name)
             and call.func.id.startswith("check_")
         ):
-            graded = ast.Call(
-                ast.Attribute(
-                    ast.Call(
-                        ast.Name("_importlib.import_module"),
-                        [ast.Constant("attnlab.exercises._integrity")],
-                        [],
-                    ),
-                    "graded",
-                ),
-                [ast.Constant(call.func.id), *call.args],
-                [k for k in call.keywords if k.arg != "seed"]
-                + [ast.keyword("seed", ast.Constant(None))],
-            )
-            calls.append("    " + ast.unparse(graded))
+            calls.append(call)
+    return calls
+
+
+def hidden_tests(check_source: str, cell: str = "") -> str:
+    """The hidden tests of the check cell ``cell`` (its grade id): every
+    ``check_*`` call again, handed to :func:`attnlab.teaching.channel.serve`, which
+    lets the grader (:mod:`attnlab.teaching.verdicts`) judge it with inputs drawn
+    afresh, or runs it here through :func:`attnlab.exercises._integrity.graded`
+    where no grader listens.
+
+    The checks are imported anew from disk, so that a name rebound or a helper
+    patched in the student's notebook cannot stand in for them here either.
+    """
+    calls = []
+    for call in check_call_nodes(check_source):
+        kept = [k for k in call.keywords if k.arg != "seed"]
+        kwargs = ast.Dict(
+            [ast.Constant(k.arg) for k in kept], [k.value for k in kept]
+        )
+        args = ast.Tuple(list(call.args), ast.Load())
+        calls.append(
+            ast.Tuple([ast.Constant(call.func.id), args, kwargs], ast.Load())
+        )
     if not calls:
         raise ValueError(f"no check_* call in the check cell {check_source[:60]!r}")
+    serve = ast.Call(
+        ast.Attribute(
+            ast.Call(
+                ast.Name("_importlib.import_module"),
+                [ast.Constant("attnlab.teaching.channel")],
+                [],
+            ),
+            "serve",
+        ),
+        [ast.Constant(cell), ast.List(calls, ast.Load())],
+        [],
+    )
     return "\n".join(
-        [BEGIN_HIDDEN, HIDDEN_PROLOGUE, *calls, HIDDEN_EPILOGUE, END_HIDDEN]
+        [BEGIN_HIDDEN, HIDDEN_PROLOGUE, "    " + ast.unparse(serve), HIDDEN_EPILOGUE]
+        + [END_HIDDEN]
     )
 
 

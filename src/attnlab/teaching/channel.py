@@ -1,0 +1,405 @@
+"""The narrow channel between a student's notebook and the grader (homework
+grading).
+
+The graded hidden tests of a check cell do not judge the answer in the student's
+Python process, where the notebook could have patched torch, the checks or the
+import system. They call :func:`serve`, which connects to the grader
+(:mod:`attnlab.teaching.verdicts`, a separate, clean process) through a Unix socket
+and then only answers its requests: "call your function number ``i`` with these
+inputs", sending back what it returned. The inputs are drawn, the references
+computed and the verdict reached in the grader.
+
+Only plain data crosses: ``None``, booleans, numbers, strings, lists, tuples,
+dictionaries with string keys, and tensors and NumPy arrays as their raw numbers
+(dtype, shape, bytes); a function of the notebook travels as a number that names it.
+No pickle, no object of the notebook's classes: whatever the notebook sends, the
+grader decodes it into new plain values (:func:`decode`). Each message is one JSON
+document after its length (4 bytes, big-endian).
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import os
+import socket
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+SOCKET_VARIABLE = "ATTNLAB_GRADER_SOCKET"  # where the grader listens, if it does
+MOST_BYTES = 256 * 2**20  # the largest message either side accepts
+DTYPES = {
+    "float16": (torch.float16, np.float16),
+    "bfloat16": (torch.bfloat16, None),
+    "float32": (torch.float32, np.float32),
+    "float64": (torch.float64, np.float64),
+    "int8": (torch.int8, np.int8),
+    "int16": (torch.int16, np.int16),
+    "int32": (torch.int32, np.int32),
+    "int64": (torch.int64, np.int64),
+    "uint8": (torch.uint8, np.uint8),
+    "bool": (torch.bool, np.bool_),
+}
+
+
+# checks whose arguments or whose answers' results are not plain data
+IN_NOTEBOOK = frozenset(
+    {
+        "check_teacher_forcing",
+        "check_greedy_decode",
+        "check_source_reversal",
+        "check_greedy_pointer",
+        "check_window_mass",
+        "check_query_training",
+        "check_sort_length",
+        "check_beam_gaps",
+        "check_hidden_units_experiment",
+        "check_scaled_simple_decoder",
+        "check_head_experiment",
+        "check_learned_positions",
+        "check_norm_experiment",
+        "check_decoder_layer",
+    }
+)
+
+
+def graded_here(names: list[str]) -> bool:
+    """Whether a check cell calling the checks ``names`` is judged by the grader
+    (else in the notebook)."""
+    return bool(names) and not IN_NOTEBOOK.intersection(names)
+
+
+ENDED = "the grader ended the graded tests of this cell without a verdict"
+
+
+class ChannelError(ValueError):
+    """A message that is not plain data, or a channel that broke."""
+
+
+# --- plain data ---
+
+
+def encode(value: Any, functions: list[Callable] | None = None) -> Any:
+    """``value`` as JSON-ready plain data. A callable is added to ``functions`` and
+    sent as its index there (with its parameters' names); without ``functions``, a
+    callable is refused. Raises :class:`ChannelError` for anything else."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, np.generic):
+        return value if type(value) in (int, float) else _number(value)
+    if isinstance(value, torch.Tensor):
+        with torch._C.DisableTorchFunctionSubclass():  # a subclass sends its numbers
+            grad = bool(value.requires_grad)
+            tensor = value.detach().to("cpu").contiguous().as_subclass(torch.Tensor)
+        name = str(tensor.dtype).removeprefix("torch.")
+        if name not in DTYPES or tensor.is_complex():
+            raise ChannelError(f"a tensor of dtype {name} cannot be sent")
+        raw = tensor.view(torch.int16) if name == "bfloat16" else tensor
+        data = raw.numpy().tobytes()
+        text = base64.b64encode(data).decode()
+        return {"$tensor": [name, list(tensor.shape), text, grad]}
+    if isinstance(value, torch.Generator):
+        return {"$generator": encode(value.get_state())}
+    if isinstance(value, np.ndarray | np.generic):
+        array = np.asarray(value)
+        name = array.dtype.name
+        if name not in DTYPES or DTYPES[name][1] is None:
+            raise ChannelError(f"an array of dtype {name} cannot be sent")
+        data = base64.b64encode(array.tobytes(order="C")).decode()
+        key = "$array" if isinstance(value, np.ndarray) else "$scalar"
+        return {key: [name, list(array.shape), data]}
+    if isinstance(value, list | tuple | torch.Size):
+        items = [encode(item, functions) for item in value]
+        return items if type(value) is list else {"$tuple": items}
+    if isinstance(value, dict):
+        if not all(type(key) is str for key in value):
+            raise ChannelError("only dictionaries with string keys can be sent")
+        return {"$dict": {k: encode(v, functions) for k, v in value.items()}}
+    if callable(value) and not inspect.isclass(value) and functions is not None:
+        functions.append(value)
+        return {"$function": [len(functions) - 1, _parameters(value)]}
+    raise ChannelError(f"a {type(value).__name__} cannot be sent")
+
+
+def _number(value: int | float) -> int | float:
+    """A subclass of int or float (an enum, a bool-like) as the plain number."""
+    return int(value) if isinstance(value, int) else float(value)
+
+
+def _parameters(fn: Callable) -> list[str]:
+    try:
+        return [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return []
+
+
+def decode(
+    data: Any, function: Callable[[int, list[str]], Any] | None = None
+) -> Any:
+    """The plain values that :func:`encode` sent, made afresh. ``function(index,
+    parameters)`` stands in for a sent function (refused without it)."""
+    if data is None or type(data) in (bool, int, float, str):
+        return data
+    if type(data) is list:
+        return [decode(item, function) for item in data]
+    if type(data) is not dict or len(data) != 1:
+        raise ChannelError(f"not plain data: {type(data).__name__}")
+    ((key, body),) = data.items()
+    if key in ("$tensor", "$array", "$scalar"):
+        return _decode_numbers(key, body)
+    if key == "$generator":
+        state = decode(body)
+        if not (type(state) is torch.Tensor and state.dtype == torch.uint8):
+            raise ChannelError("a malformed generator")
+        generator = torch.Generator()
+        try:
+            generator.set_state(state)
+        except RuntimeError:
+            raise ChannelError("a malformed generator") from None
+        return generator
+    if key == "$tuple" and type(body) is list:
+        return tuple(decode(item, function) for item in body)
+    if key == "$dict" and type(body) is dict:
+        return {str(k): decode(v, function) for k, v in body.items()}
+    if key == "$function" and function is not None and _is_function(body):
+        return function(body[0], [str(name) for name in body[1]])
+    raise ChannelError(f"not plain data: {key!r}")
+
+
+def _is_function(body: Any) -> bool:
+    return (
+        type(body) is list
+        and len(body) == 2
+        and type(body[0]) is int
+        and type(body[1]) is list
+    )
+
+
+def _decode_numbers(key: str, body: Any) -> Any:
+    sizes = (3, 4) if key == "$tensor" else (3,)
+    if not (type(body) is list and len(body) in sizes and body[0] in DTYPES):
+        raise ChannelError(f"a malformed {key}")
+    name, shape, data = body[:3]
+    grad = len(body) == 4 and body[3] is True
+    if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
+        raise ChannelError(f"a malformed shape {shape!r}")
+    raw = base64.b64decode(str(data), validate=True)
+    torch_dtype, numpy_dtype = DTYPES[name]
+    storage = np.int16 if name == "bfloat16" else numpy_dtype
+    if len(raw) != int(np.prod(shape)) * np.dtype(storage).itemsize:
+        raise ChannelError(f"a {key} whose bytes do not fit its shape {shape}")
+    array = np.frombuffer(raw, dtype=storage).reshape(shape).copy()
+    if key == "$array":
+        return array
+    if key == "$scalar":
+        return array[()]
+    tensor = torch.from_numpy(array)
+    tensor = tensor.view(torch_dtype) if name == "bfloat16" else tensor
+    if grad and not tensor.is_floating_point():
+        raise ChannelError(f"a {name} tensor cannot require a gradient")
+    return tensor.requires_grad_(grad)
+
+
+def tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in ``value`` (nested lists, tuples and dictionaries), in the
+    order :func:`encode` sends them."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for item in value for t in tensors(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in tensors(item)]
+    return []
+
+
+def replace_tensors(value: Any, new: dict[int, torch.Tensor]) -> Any:
+    """``value`` with each tensor whose ``id`` is a key of ``new`` replaced."""
+    if isinstance(value, torch.Tensor):
+        return new.get(id(value), value)
+    if isinstance(value, list | tuple):
+        items = [replace_tensors(item, new) for item in value]
+        return items if type(value) is list else tuple(items)
+    if isinstance(value, dict):
+        return {k: replace_tensors(v, new) for k, v in value.items()}
+    return value
+
+
+# --- messages ---
+
+
+def send(connection: socket.socket, message: Any) -> None:
+    """Send one JSON message, preceded by its length."""
+    data = json.dumps(message).encode()
+    if len(data) > MOST_BYTES:
+        raise ChannelError(f"a message of {len(data)} bytes is too large")
+    connection.sendall(struct.pack(">I", len(data)) + data)
+
+
+def receive(connection: socket.socket) -> Any:
+    """Receive one message; :class:`ChannelError` if the other side is gone."""
+    (length,) = struct.unpack(">I", _exactly(connection, 4))
+    if length > MOST_BYTES:
+        raise ChannelError(f"a message of {length} bytes is too large")
+    try:
+        return json.loads(_exactly(connection, length))
+    except ValueError:
+        raise ChannelError("a message that is not JSON") from None
+
+
+def _exactly(connection: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = connection.recv(min(left, 2**20))
+        if not chunk:
+            raise ChannelError("the other side closed the channel")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+# --- the notebook's side ---
+
+
+def serve(cell: str, calls: Sequence[tuple[str, tuple, dict]]) -> None:
+    """The graded hidden tests of check cell ``cell``: ``calls`` are its
+    ``check_*`` calls as ``(name, args, kwargs)``.
+
+    With a grader listening (:data:`SOCKET_VARIABLE`), hand it the arguments and
+    answer its calls of the notebook's functions until it has its verdict, which is
+    then shown (an :class:`~attnlab.exercises.ExerciseError` if the answer failed).
+    Without one (nbgrader run by hand), run the checks here as before, through
+    :func:`attnlab.exercises._integrity.graded`.
+    """
+    from attnlab.exercises._checking import CHECKS, ExerciseError
+    from attnlab.exercises._integrity import graded, verify_integrity
+
+    path = os.environ.get(SOCKET_VARIABLE)
+    if not path or not graded_here([name for name, _, _ in calls]):
+        if (note := _replaced()) is not None:
+            raise ExerciseError(note)
+        for name, args, kwargs in calls:
+            graded(name, *args, **{**kwargs, "seed": None})
+        return
+    functions: list[Callable] = []
+    try:
+        verify_integrity()
+        tampered = _replaced()
+    except ExerciseError as exc:
+        tampered = str(exc)
+    sent = [
+        [name, encode(list(args), functions), encode(dict(kwargs), functions)]
+        for name, args, kwargs in calls
+    ]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.connect(path)
+        send(connection, {"cell": cell, "calls": sent, "tampered": tampered})
+        graphs: dict[int, tuple[list, list]] = {}
+        try:
+            while "verdict" not in (request := receive(connection)):
+                if "backward" in request:
+                    send(connection, _backward(request, graphs))
+                else:
+                    send(connection, _answer(request, functions, CHECKS, graphs))
+        except ChannelError:
+            raise ExerciseError(ENDED) from None
+    if request["verdict"] is not None:
+        raise ExerciseError(request["verdict"])
+
+
+# what a notebook would replace to sway checks run in its own process: each must
+# still be a built-in, a method of a built-in type, or a function of its own package
+WATCHED = (
+    ("torch", ("allclose", "equal", "isclose")),
+    ("torch.Tensor", ("allclose", "equal", "isclose", "__eq__")),
+    ("math", ("isclose",)),
+    ("numpy", ("allclose", "isclose", "array_equal")),
+    ("sys", ("setprofile", "getprofile", "settrace", "gettrace")),
+    ("builtins", ("isinstance", "callable", "getattr", "abs", "max")),
+    ("importlib", ("import_module",)),
+)
+
+
+def _replaced() -> str | None:
+    """The grader's note if the notebook replaced one of :data:`WATCHED`, else
+    None."""
+    import importlib
+    import sys
+    import types
+
+    builtin = (
+        types.BuiltinFunctionType,
+        types.MethodDescriptorType,
+        types.WrapperDescriptorType,
+    )
+    for owner, names in WATCHED:
+        module, _, attribute = owner.partition(".")
+        space = sys.modules.get(module) or importlib.import_module(module)
+        space = getattr(space, attribute) if attribute else space
+        for name in names:
+            obj = getattr(space, name, None)
+            own = getattr(obj, "__module__", None) or ""
+            if not (isinstance(obj, builtin) or own.startswith(module)):
+                from attnlab.exercises._integrity import TAMPERED
+
+                return (
+                    f"Grading stopped: {TAMPERED} ({owner}.{name} was replaced)."
+                    " A notebook that replaces what checks use earns no points for"
+                    " its checks: remove that code and hand the notebook in again."
+                )
+    return None
+
+
+def _answer(
+    request: dict, functions: list[Callable], checks: dict, graphs: dict
+) -> dict:
+    """Call the notebook's function that ``request`` names, as the check's
+    :func:`~attnlab.exercises._checking.call` would (the library's own version
+    refused, inputs changed in place reported): its value, or the failure's
+    message. The inputs that require a gradient and the outputs that carry one are
+    kept in ``graphs`` for :func:`_backward`."""
+    from attnlab.exercises._checking import ExerciseError, call, checking
+
+    try:
+        fn = functions[request["function"]]
+        args = decode(request["args"])
+        kwargs = decode(request["kwargs"])
+        with checking(checks[request["check"]]):
+            value = call(fn, request["name"], *args, **kwargs)
+        inputs = [t for t in tensors((args, kwargs)) if t.requires_grad]
+        outputs = [t for t in tensors(value) if t.requires_grad]
+        graphs[int(request["id"])] = (inputs, outputs)
+        return {"value": encode(value)}
+    except ExerciseError as exc:
+        return {"failed": str(exc)}
+    except ChannelError as exc:
+        return {
+            "failed": f"{request.get('name')} returned what cannot be graded: {exc}"
+        }
+
+
+def _backward(request: dict, graphs: dict) -> dict:
+    """The gradients of a call's inputs, given those of its outputs (``None``
+    where an input does not reach the outputs)."""
+    from attnlab.exercises._checking import ExerciseError
+
+    try:
+        inputs, outputs = graphs[int(request["backward"])]
+        given = decode(request["grads"])
+        if not inputs:
+            return {"grads": []}
+        grads = torch.autograd.grad(
+            outputs, inputs, given, allow_unused=True, retain_graph=True
+        )
+        return {"grads": encode(list(grads))}
+    except (ChannelError, RuntimeError, ExerciseError) as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        return {"failed": f"the backward pass of your function failed ({message})"}

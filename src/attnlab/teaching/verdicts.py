@@ -1,0 +1,289 @@
+"""The grader: a clean process that reaches the verdict of every graded check
+(homework grading).
+
+    python -m attnlab.teaching.verdicts SOCKET PLAN VERDICTS
+
+``python -m attnlab.grading`` starts one for each submission before nbgrader runs
+the notebook. It listens on the Unix socket ``SOCKET``; the hidden tests of each
+check cell (:func:`attnlab.teaching.channel.serve`) connect, hand over the
+notebook's functions, and answer the grader's calls of them through the channel of
+plain data. The checks, their fresh inputs, their references and their comparisons
+run here, where nothing the notebook patches (torch, NumPy, builtins, the import
+system, ``attnlab``) or inspects (frames, profilers) can reach them. ``PLAN`` (JSON)
+maps the grade id of every check cell graded here to the names of its checks, as the
+release has them; the verdicts are written to ``VERDICTS`` (JSON) after each cell:
+``{grade_id: {"passed": bool, "message": str | None, "output": str, "complete":
+bool}}``. A check cell whose tests never connect, or whose channel breaks, has no
+passing verdict and earns nothing.
+
+The checks listed in :data:`attnlab.teaching.channel.IN_NOTEBOOK` hand the answer
+objects that are not plain data (a model, a class, a training function whose result
+is a model); they still run in the notebook, verified by
+:func:`attnlab.exercises._integrity.graded`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import torch
+
+from attnlab.exercises._checking import ExerciseError, RemoteAnswer, _active
+from attnlab.teaching.channel import (
+    SOCKET_VARIABLE,
+    ChannelError,
+    decode,
+    encode,
+    graded_here,
+    receive,
+    replace_tensors,
+    send,
+    tensors,
+)
+from attnlab.teaching.release import check_call_nodes
+
+STARTUP_SECONDS = 120  # the most the grader may take to import torch and start
+NOT_RUN = (
+    "the graded tests of this cell did not run to the end, so the exercise earns"
+    " no points"
+)
+
+
+def check_calls(source: str) -> list[str]:
+    """The names of the ``check_*`` functions that a check cell's ``source``
+    calls, in order."""
+    return [call.func.id for call in check_call_nodes(source)]
+
+
+def plan(release: nbformat.NotebookNode) -> dict[str, list[str]]:
+    """The check cells of the released notebook that the grader judges: grade id ->
+    the names of the checks the cell calls."""
+    cells = {}
+    for cell in release.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        if cell.cell_type == "code" and grade_id.endswith("-check"):
+            names = check_calls(cell.source)
+            if graded_here(names):
+                cells[grade_id] = names
+    return cells
+
+
+class ChannelBroken(BaseException):
+    """The notebook stopped answering (a time-out, a crash) or sent what is not
+    plain data: no verdict. A BaseException, so that no check reports it as a
+    wrong answer."""
+
+
+class NotebookFunction(RemoteAnswer):
+    """A function of the notebook, called through the channel."""
+
+    def __init__(self, connection: socket.socket, index: int, params: list[str]):
+        self.connection, self.index, self.calls = connection, index, 0
+        self.__name__ = "your function"
+        self.__signature__ = _signature(params)
+
+    def call_remote(self, name: str, args: tuple, kwargs: dict) -> Any:
+        info = _active.get()
+        self.calls += 1
+        request = {
+            "function": self.index,
+            "id": self.calls,
+            "check": info.name if info is not None else "",
+            "name": name,
+            "args": encode(list(args)),
+            "kwargs": encode(dict(kwargs)),
+        }
+        try:
+            value = decode(self.exchange(request)["value"])
+        except ChannelError as exc:
+            raise ChannelBroken(str(exc)) from None
+        # outputs that carry a gradient: connected to the inputs that require one,
+        # their backward pass computed by the notebook
+        inputs = [t for t in tensors((args, kwargs)) if t.requires_grad]
+        outputs = [t for t in tensors(value) if t.requires_grad]
+        if not (inputs and outputs):
+            return value
+        linked = Backward.apply(self, self.calls, len(outputs), *outputs, *inputs)
+        return replace_tensors(
+            value, dict(zip(map(id, outputs), linked, strict=True))
+        )
+
+    def exchange(self, request: dict) -> dict:
+        """Send ``request``; the notebook's reply (an
+        :class:`~attnlab.exercises.ExerciseError` if it reports a failure)."""
+        try:
+            send(self.connection, request)
+            reply = receive(self.connection)
+        except (ChannelError, OSError) as exc:
+            raise ChannelBroken(str(exc)) from None
+        if type(reply) is dict and type(reply.get("failed")) is str:
+            raise ExerciseError(reply["failed"])
+        if type(reply) is dict and ("value" in reply or "grads" in reply):
+            return reply
+        raise ChannelBroken("the notebook sent a reply the grader cannot read")
+
+
+class Backward(torch.autograd.Function):
+    """Outputs of a call in the notebook, whose gradients with respect to the
+    call's inputs the notebook computes."""
+
+    @staticmethod
+    def forward(ctx, function, call, n_outputs, *tensors):
+        ctx.function, ctx.call, ctx.n_outputs = function, call, n_outputs
+        ctx.n_inputs = len(tensors) - n_outputs
+        return tuple(t.detach().clone() for t in tensors[:n_outputs])
+
+    @staticmethod
+    def backward(ctx, *grads):
+        request = {"backward": ctx.call, "grads": encode(list(grads))}
+        try:
+            given = decode(ctx.function.exchange(request)["grads"])
+        except ChannelError as exc:
+            raise ChannelBroken(str(exc)) from None
+        if not (type(given) is list and len(given) == ctx.n_inputs):
+            raise ChannelBroken("the notebook sent gradients that do not fit")
+        return (None, None, None, *[None] * ctx.n_outputs, *given)
+
+
+def _signature(params: list[str]):
+    import inspect
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    valid = [p for p in params if p.isidentifier()]
+    return inspect.Signature([inspect.Parameter(p, kind) for p in valid])
+
+
+def judge(connection: socket.socket, plan: dict[str, list[str]]) -> tuple[str, dict]:
+    """Grade the check cell that connected on ``connection``: its grade id and its
+    verdict."""
+    import attnlab.exercises as exercises
+
+    remote = NotebookFunction
+    hello = receive(connection)
+    cell = hello.get("cell") if type(hello) is dict else None
+    if cell not in plan:
+        return "", {}
+    verdict = {"passed": False, "message": NOT_RUN, "output": "", "complete": False}
+    output = io.StringIO()
+    try:
+        calls = hello["calls"]
+        names = [call[0] for call in calls]
+        if names != plan[cell]:
+            raise ExerciseError(
+                "the check cell was changed: it must call "
+                + ", ".join(plan[cell])
+                + " as the assignment has it"
+            )
+        if hello.get("tampered"):
+            raise ExerciseError(str(hello["tampered"]))
+        for name, args, kwargs in calls:
+            args = decode(args, lambda i, p: remote(connection, i, p))
+            kwargs = decode(kwargs, lambda i, p: remote(connection, i, p))
+            kwargs = {k: v for k, v in kwargs.items() if k != "seed"}
+            with contextlib.redirect_stdout(output):
+                getattr(exercises, name)(*args, seed=None, **kwargs)
+        verdict.update(passed=True, message=None)
+    except ExerciseError as exc:
+        verdict["message"] = str(exc)
+    except (ChannelBroken, ChannelError, OSError, KeyError, TypeError, ValueError):
+        return cell, verdict  # the notebook stopped or sent what is not plain data
+    verdict.update(output=output.getvalue(), complete=True)
+    return cell, verdict
+
+
+def serve(path: Path, plan: dict[str, list[str]], out: Path) -> None:
+    """Listen on the Unix socket ``path``; judge each check cell that connects and
+    write all verdicts so far to ``out`` after each."""
+    torch.set_num_threads(1)
+    verdicts: dict[str, dict] = {}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        server.listen()
+        while True:
+            connection, _ = server.accept()
+            with connection:
+                try:
+                    cell, verdict = judge(connection, plan)
+                except (ChannelError, OSError, ValueError):
+                    continue
+                if not cell:
+                    continue
+                verdicts[cell] = verdict
+                partial = out.with_suffix(".partial")
+                partial.write_text(json.dumps(verdicts))
+                os.replace(partial, out)  # written before the notebook goes on
+                if verdict["complete"]:
+                    with contextlib.suppress(ChannelError, OSError):
+                        send(connection, {"verdict": verdict["message"]})
+
+
+@contextlib.contextmanager
+def grader(
+    folder: Path | None, cells: dict[str, list[str]]
+) -> Iterator[dict[str, dict]]:
+    """Run the grader for one submission while the block runs; the hidden tests
+    find its socket, in ``folder`` (default: a new folder), by
+    :data:`~attnlab.teaching.channel.SOCKET_VARIABLE`. Yields the dictionary of
+    verdicts (grade id -> verdict), filled when the block ends."""
+    private = Path(tempfile.mkdtemp(prefix="attnlab-grader-"))
+    folder = folder or private
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"grader-{secrets.token_hex(4)}"
+    plan_path, out = private / "plan.json", private / "verdicts.json"
+    plan_path.write_text(json.dumps(cells))
+    command = [sys.executable, "-I", "-m", __name__, str(path), str(plan_path)]
+    process = subprocess.Popen([*command, str(out)], cwd=private)
+    previous = os.environ.get(SOCKET_VARIABLE)
+    verdicts: dict[str, dict] = {}
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not path.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the grader process did not start")
+            time.sleep(0.05)
+        os.environ[SOCKET_VARIABLE] = str(path)
+        yield verdicts
+    finally:
+        if previous is None:
+            os.environ.pop(SOCKET_VARIABLE, None)
+        else:
+            os.environ[SOCKET_VARIABLE] = previous
+        process.kill()
+        process.wait()
+        if out.exists():
+            verdicts.update(json.loads(out.read_text()))
+        path.unlink(missing_ok=True)
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlab.teaching.verdicts",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument("socket", type=Path)
+    parser.add_argument("plan", type=Path)
+    parser.add_argument("verdicts", type=Path)
+    args = parser.parse_args(argv)
+    # nothing a check prints outside a cell's verdict reaches a terminal
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    serve(args.socket, json.loads(args.plan.read_text()), args.verdicts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,356 @@
+"""The grader judges in a process of its own, through a channel of plain data."""
+
+import contextlib
+import math
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+from attnlab.exercises import ExerciseError
+from attnlab.exercises._integrity import TAMPERED
+from attnlab.teaching.channel import (
+    SOCKET_VARIABLE,
+    ChannelError,
+    decode,
+    encode,
+    graded_here,
+    serve,
+)
+from attnlab.teaching.release import chapter_notebooks, exercises
+from attnlab.teaching.verdicts import NOT_RUN, check_calls, grader, plan
+from tests.test_exercises_hard_attention import (
+    good_reinforce_samples,
+    good_straight_through,
+    straight_through_in_place,
+)
+from tests.test_exercises_scoring import good_masked_softmax
+
+
+def right_lookup(query, keys, values):
+    weights = torch.softmax(keys @ query, dim=0)
+    return weights @ values, weights
+
+
+def uniform_lookup(query, keys, values):
+    weights = torch.full((keys.shape[0],), 1 / keys.shape[0])
+    return weights @ values, weights
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        -2.5,
+        float("inf"),
+        "text",
+        [1, [2.0, "x"]],
+        (1, (2, 3)),
+        {"a": (1, 2), "b": [None]},
+        torch.arange(6.0).reshape(2, 3),
+        torch.tensor([[True, False]]),
+        torch.arange(4, dtype=torch.int64),
+        torch.ones(2, dtype=torch.float64),
+        torch.ones(3, dtype=torch.bfloat16) / 3,
+        torch.zeros(0, 4),
+        torch.tensor(1.5),
+        np.arange(3.0),
+        np.float32(0.25),
+        torch.Size([2, 3]),
+    ],
+)
+def test_plain_data_crosses_unchanged(value):
+    back = decode(encode(value))
+    if isinstance(value, torch.Tensor):
+        assert type(back) is torch.Tensor and back.dtype == value.dtype
+        assert back.shape == value.shape and torch.equal(back, value)
+    elif isinstance(value, np.ndarray | np.generic):
+        assert type(back) is type(value) and np.array_equal(back, value)
+    elif isinstance(value, torch.Size):
+        assert back == tuple(value)
+    else:
+        assert back == value and type(back) is type(value)
+
+
+def test_a_tensor_subclass_arrives_as_a_plain_tensor():
+    class Agreeable(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return True
+
+    sent = torch.ones(3).as_subclass(Agreeable)
+    back = decode(encode(sent))
+    assert type(back) is torch.Tensor
+    assert not torch.allclose(back, torch.zeros(3))
+
+
+def test_a_sent_function_is_a_number_and_its_parameters():
+    functions = []
+    data = encode([right_lookup, 2], functions)
+    assert functions == [right_lookup]
+    assert data == [{"$function": [0, ["query", "keys", "values"]]}, 2]
+    assert decode(data, lambda i, params: (i, params)) == [
+        (0, ["query", "keys", "values"]),
+        2,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (object(), "object cannot be sent"),
+        (right_lookup, "function cannot be sent"),
+        (torch.nn.Linear(2, 2), "Linear cannot be sent"),
+        ({1: 2}, "string keys"),
+        (torch.ones(2, dtype=torch.complex64), "complex64"),
+    ],
+)
+def test_what_is_not_plain_data_is_not_sent(value, message):
+    with pytest.raises(ChannelError, match=message):
+        encode(value)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"$pickle": "gASVAAAA"}, "not plain data"),
+        ({"$tensor": ["float32", [2], "AAAA"]}, "do not fit"),
+        ({"$tensor": ["object", [1], ""]}, "malformed"),
+        ({"$tensor": ["float32", [-1], ""]}, "malformed shape"),
+        ({"$function": [0, []]}, "not plain data"),  # no function expected here
+        ({"a": 1, "b": 2}, "not plain data"),
+    ],
+)
+def test_what_is_not_plain_data_is_not_received(data, message):
+    with pytest.raises(ChannelError, match=message):
+        decode(data)
+
+
+def test_the_plan_holds_the_release_s_check_cells_judged_by_the_grader():
+    def cell(grade_id, source):
+        code = nbformat.v4.new_code_cell(source)
+        code.metadata["nbgrader"] = {"grade_id": grade_id, "grade": True}
+        return code
+
+    release = nbformat.v4.new_notebook()
+    release.cells = [
+        cell("ex-a", "def f(): ..."),
+        cell("ex-a-check", "check_soft_lookup(soft_lookup)\nprint(1)"),
+        cell("ex-b-check", "check_norm_experiment(norm_experiment, steps=3)"),
+        nbformat.v4.new_markdown_cell("check_x(y)"),
+    ]
+    assert check_calls("x = 1\ncheck_a(f)\ncheck_b(f, g)\nprint(2)") == [
+        "check_a",
+        "check_b",
+    ]
+    # a check handed a training function whose result is a model stays in the notebook
+    assert plan(release) == {"ex-a-check": ["check_soft_lookup"]}
+
+
+@pytest.fixture(scope="module")
+def judged():
+    """Check cells judged by one grader process, as a notebook's hidden tests would
+    hand them over; returns (what the notebook saw, the grader's verdicts)."""
+    saw = {}
+
+    def hand_over(cell, answer, check="check_soft_lookup"):
+        try:
+            serve(cell, [(check, (answer,), {})])
+            saw[cell] = None
+        except ExerciseError as exc:
+            saw[cell] = str(exc)
+
+    names = [*CASES, "interrupted", "other"]
+    cells = {f"{name}-check": ["check_soft_lookup"] for name in names}
+    with grader(None, cells) as verdicts:
+        for name, (answer, patches) in CASES.items():
+            with pytest.MonkeyPatch.context() as inner:
+                for target, attribute, value in patches:
+                    inner.setattr(target, attribute, value)
+                hand_over(f"{name}-check", answer)
+        try:
+            serve("interrupted-check", [("check_soft_lookup", (interrupted,), {})])
+        except KeyboardInterrupt:
+            pass
+        hand_over("unplanned-check", right_lookup)
+        # the last: the grader writes a verdict before the notebook goes on
+        hand_over("other-check", right_lookup, check="check_sharpness")
+    assert (
+        SOCKET_VARIABLE not in os.environ
+    )  # the grader is gone, and so is its socket
+    return saw, verdicts
+
+
+def interrupted(query, keys, values):
+    raise KeyboardInterrupt  # as a time-out stops a cell
+
+
+def frame_reader(query, keys, values):
+    # what a check computed next to the call is not in this process
+    caller = sys._getframe(1).f_locals
+    expected = caller.get("expected") or caller.get("weights")
+    if expected is None:
+        return uniform_lookup(query, keys, values)
+    return expected
+
+
+def agreeable(query, keys, values):
+    class Agreeable(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return True
+
+    value, weights = uniform_lookup(query, keys, values)
+    return value.as_subclass(Agreeable), weights.as_subclass(Agreeable)
+
+
+always = lambda *args, **kwargs: True  # noqa: E731
+disguised = type(always)(always.__code__, {}, "allclose")
+disguised.__module__ = "torch"
+CASES = {
+    "right": (right_lookup, []),
+    "wrong": (uniform_lookup, []),
+    "patched-comparisons": (
+        uniform_lookup,
+        [
+            (torch, "allclose", always),
+            (torch, "equal", always),
+            (math, "isclose", always),
+        ],
+    ),
+    # replaced so that the notebook's own note of tampering misses them
+    "disguised-comparisons": (
+        uniform_lookup,
+        [(torch, "allclose", disguised), (torch, "equal", disguised)],
+    ),
+    "subclass": (agreeable, []),
+    "frames": (frame_reader, []),
+}
+
+
+def test_the_grader_passes_a_right_answer(judged):
+    saw, verdicts = judged
+    assert verdicts["right-check"]["passed"] and verdicts["right-check"]["complete"]
+    assert "passed all" in verdicts["right-check"]["output"]
+    assert saw["right-check"] is None
+
+
+def test_replaced_comparisons_are_noted_as_tampering(judged):
+    saw, verdicts = judged
+    verdict = verdicts["patched-comparisons-check"]
+    assert verdict["complete"] and not verdict["passed"]
+    assert TAMPERED in verdict["message"] and "torch.allclose" in verdict["message"]
+
+
+@pytest.mark.parametrize(
+    "case", ["wrong", "disguised-comparisons", "subclass", "frames"]
+)
+def test_nothing_the_notebook_patches_or_reads_sways_the_verdict(judged, case):
+    saw, verdicts = judged
+    verdict = verdicts[f"{case}-check"]
+    assert verdict["complete"] and not verdict["passed"]
+    assert "soft_lookup" in verdict["message"]
+    assert saw[f"{case}-check"] == verdict["message"]  # the notebook shows it too
+
+
+def test_a_cell_outside_the_plan_is_not_judged(judged):
+    saw, verdicts = judged
+    assert "unplanned-check" not in verdicts
+    assert "without a verdict" in saw["unplanned-check"]
+
+
+def test_a_check_cell_that_calls_other_checks_than_the_release_fails(judged):
+    saw, verdicts = judged
+    assert (
+        verdicts["other-check"]["complete"] and not verdicts["other-check"]["passed"]
+    )
+    assert "check cell was changed" in saw["other-check"]
+
+
+def test_a_cell_stopped_while_the_grader_waits_has_no_verdict(judged):
+    _, verdicts = judged
+    verdict = verdicts["interrupted-check"]
+    assert not verdict["complete"] and not verdict["passed"]
+    assert verdict["message"] == NOT_RUN
+
+
+def detached_straight_through(scores, noise, tau):
+    return good_straight_through(scores, noise, tau).detach()
+
+
+def detached_masked_softmax(scores, mask):
+    return good_masked_softmax(scores, mask).detach()
+
+
+def same_rows(theta, rewards, baseline, n, generator):
+    return good_reinforce_samples(theta, rewards, baseline, n, torch.Generator())
+
+
+GRADIENT_CASES = {
+    # cell: (check, answer, what the message of a wrong answer names; None: passes)
+    "straight-check": ("check_straight_through", good_straight_through, None),
+    "straight-detached-check": (
+        "check_straight_through",
+        detached_straight_through,
+        "gradient",
+    ),
+    "straight-in-place-check": (
+        "check_straight_through",
+        straight_through_in_place,
+        "in place",
+    ),
+    "masked-check": ("check_masked_softmax", good_masked_softmax, None),
+    "masked-detached-check": (
+        "check_masked_softmax",
+        detached_masked_softmax,
+        "gradient",
+    ),
+    "samples-check": ("check_reinforce_samples", good_reinforce_samples, None),
+    "samples-same-rows-check": ("check_reinforce_samples", same_rows, "generator"),
+}
+
+
+@pytest.fixture(scope="module")
+def judged_gradients():
+    cells = {cell: [check] for cell, (check, _, _) in GRADIENT_CASES.items()}
+    with grader(None, cells) as verdicts:
+        for cell, (check, answer, _) in GRADIENT_CASES.items():
+            with contextlib.suppress(ExerciseError):
+                serve(cell, [(check, (answer,), {})])
+    return verdicts
+
+
+@pytest.mark.parametrize("cell", list(GRADIENT_CASES))
+def test_gradients_and_generators_cross_the_channel(judged_gradients, cell):
+    """The notebook computes the backward pass of its answer on the grader's
+    request, and a generator crosses as its state."""
+    verdict, named = judged_gradients[cell], GRADIENT_CASES[cell][2]
+    assert verdict["complete"]
+    assert verdict["passed"] == (named is None), verdict["message"]
+    if named is not None:
+        assert named in verdict["message"]
+
+
+def test_the_instructors_page_names_the_exercises_judged_in_the_notebook():
+    root = Path(__file__).resolve().parents[1]
+    chapters = []
+    for path in chapter_notebooks(root / "notebooks"):
+        nb = nbformat.read(path, as_version=4)
+        for exercise in exercises(nb):
+            if exercise.kind == "code":
+                names = check_calls(nb.cells[exercise.check].source)
+                if not graded_here(names):
+                    chapters.append(int(path.name[:2]))
+    page = (root / "book" / "instructors.md").read_text()
+    section = page[page.index("(instructors-grader)=") : page.index("## Points")]
+    words = ["Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten"]
+    words += ["Eleven", "Twelve", "Thirteen", "Fourteen", "Fifteen"]
+    assert f"{words[len(chapters) - 2]} exercises hand the student's code" in section
+    for chapter in sorted(set(chapters)):
+        assert f"chapter {chapter}'s" in section
