@@ -354,3 +354,18 @@ def test_the_instructors_page_names_the_exercises_judged_in_the_notebook():
     assert f"{words[len(chapters) - 2]} exercises hand the student's code" in section
     for chapter in sorted(set(chapters)):
         assert f"chapter {chapter}'s" in section
+
+
+def test_a_hello_that_is_not_plain_data_does_not_stop_the_grader():
+    import socket as sockets
+
+    from attnlab.teaching.channel import send
+
+    with grader(None, {"ex-check": ["check_soft_lookup"]}) as verdicts:
+        for hello in ({"cell": ["ex-check"]}, {"cell": "ex-check", "calls": 3}, [1]):
+            with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as connection:
+                connection.connect(os.environ[SOCKET_VARIABLE])
+                send(connection, hello)
+                connection.recv(1)  # the grader closes the channel without a verdict
+        serve("ex-check", [("check_soft_lookup", (right_lookup,), {})])
+    assert verdicts["ex-check"]["passed"]
