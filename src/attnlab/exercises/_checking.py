@@ -204,11 +204,15 @@ def _argument_names(
         )
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
+def tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in ``value`` (nested lists, tuples and dictionaries), in
+    order."""
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, list | tuple):
-        return [t for item in value for t in _tensors(item)]
+        return [t for item in value for t in tensors(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in tensors(item)]
     return []
 
 
@@ -280,7 +284,7 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
     before = [
         (arg_name, t, t.detach().clone())
         for arg_name, value in named
-        for t in _tensors(value)
+        for t in tensors(value)
     ]
     try:
         out = _invoke(fn, args, kwargs, profiler)

@@ -209,18 +209,6 @@ def _decode_numbers(key: str, body: Any) -> Any:
     return tensor.requires_grad_(grad)
 
 
-def tensors(value: Any) -> list[torch.Tensor]:
-    """The tensors in ``value`` (nested lists, tuples and dictionaries), in the
-    order :func:`encode` sends them."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [t for item in value for t in tensors(item)]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in tensors(item)]
-    return []
-
-
 def replace_tensors(value: Any, new: dict[int, torch.Tensor]) -> Any:
     """``value`` with each tensor whose ``id`` is a key of ``new`` replaced."""
     if isinstance(value, torch.Tensor):
@@ -335,6 +323,8 @@ def _replaced() -> str | None:
     import sys
     import types
 
+    from attnlab.exercises._integrity import TAMPERED
+
     builtin = (
         types.BuiltinFunctionType,
         types.MethodDescriptorType,
@@ -348,8 +338,6 @@ def _replaced() -> str | None:
             obj = getattr(space, name, None)
             own = getattr(obj, "__module__", None) or ""
             if not (isinstance(obj, builtin) or own.startswith(module)):
-                from attnlab.exercises._integrity import TAMPERED
-
                 return (
                     f"Grading stopped: {TAMPERED} ({owner}.{name} was replaced)."
                     " A notebook that replaces what checks use earns no points for"
@@ -366,7 +354,7 @@ def _answer(
     refused, inputs changed in place reported): its value, or the failure's
     message. The inputs that require a gradient and the outputs that carry one are
     kept in ``graphs`` for :func:`_backward`."""
-    from attnlab.exercises._checking import ExerciseError, call, checking
+    from attnlab.exercises._checking import ExerciseError, call, checking, tensors
 
     try:
         fn = functions[request["function"]]

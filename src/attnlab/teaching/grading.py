@@ -71,7 +71,14 @@ from pathlib import Path
 import nbformat
 
 from attnlab.exercises._integrity import TAMPERED
-from attnlab.teaching.release import BEGIN_HIDDEN, END_HIDDEN, hidden_tests
+from attnlab.teaching.release import (
+    BEGIN_HIDDEN,
+    CHECK_SUFFIX,
+    END_HIDDEN,
+    cell_grade_id,
+    hidden_tests,
+    is_check_cell,
+)
 from attnlab.teaching.sandbox import DEFAULT_LIMITS, Limits, unavailable, use_sandbox
 from attnlab.teaching.verdicts import NOT_RUN, grader, plan
 
@@ -82,7 +89,6 @@ NOT_ON_ROSTER = "not on the roster"
 # kept before the intake repairs or renames it
 HANDED_IN = "handed-in"
 CELL_SECONDS = 30  # per cell, in quick mode: a cell that takes longer is looping
-CHECK_SUFFIX = "-check"
 
 
 def timeout_message(seconds: float) -> str:
@@ -105,15 +111,6 @@ NO_SANDBOX = (
 )
 
 
-def _grade_id(cell: nbformat.NotebookNode) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
-
-def _is_check(cell: nbformat.NotebookNode) -> bool:
-    grade_id = _grade_id(cell) or ""
-    return grade_id.endswith(CHECK_SUFFIX) and cell.cell_type == "code"
-
-
 # --- nbgrader preprocessors ---
 
 
@@ -125,8 +122,8 @@ def add_hidden_tests(
     code, so that the grader's verdict never waits on the checks run in the
     student's process."""
     for cell in nb.cells:
-        if _is_check(cell) and BEGIN_HIDDEN not in cell.source:
-            hidden = hidden_tests(cell.source, _grade_id(cell) or "")
+        if is_check_cell(cell) and BEGIN_HIDDEN not in cell.source:
+            hidden = hidden_tests(cell.source, cell_grade_id(cell) or "")
             cell.source = f"{hidden}\n{cell.source}"
     return nb, resources
 
@@ -174,7 +171,7 @@ def explain_errors(
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        if _is_check(cell):
+        if is_check_cell(cell):
             cell.source = _strip_hidden(cell.source)
         # a time-out interrupts the cell (KeyboardInterrupt) and adds a TimeoutError;
         # a KeyboardInterrupt alone was raised by the student's code
@@ -189,7 +186,7 @@ def explain_errors(
         )
         for output in _errors(cell):
             if output.get("ename") in SYNTAX_ERRORS:
-                grade_id = _grade_id(cell)
+                grade_id = cell_grade_id(cell)
                 if grade_id:
                     syntax_errors[grade_id] = (
                         f"{output['ename']}: {_first_line(output.get('evalue', ''))}"
@@ -199,8 +196,8 @@ def explain_errors(
                 output["ename"], output["evalue"] = "TimeoutError", message
             elif interrupted:
                 output["evalue"] = RAISED_INTERRUPT
-            if _is_check(cell) and output.get("ename") == "NameError":
-                exercise = _grade_id(cell)[: -len(CHECK_SUFFIX)]
+            if is_check_cell(cell) and output.get("ename") == "NameError":
+                exercise = cell_grade_id(cell)[: -len(CHECK_SUFFIX)]
                 if exercise in syntax_errors:
                     output["ename"] = "SyntaxError"
                     output["evalue"] = (
@@ -252,10 +249,12 @@ def _restore_graded_cells(
     lacks or moved, and the release's nbgrader metadata of every graded cell; returns
     notes saying what was restored."""
     notes = []
-    released = {_grade_id(c): c for c in release.cells if _grade_id(c)}
+    released = {cell_grade_id(c): c for c in release.cells if cell_grade_id(c)}
     notes += _restore_renamed(submitted, released)
     notes += _restore_cell_types(submitted, released)
-    by_id = {_grade_id(c): c for c in submitted.cells if _grade_id(c) in released}
+    by_id = {
+        cell_grade_id(c): c for c in submitted.cells if cell_grade_id(c) in released
+    }
     edited = [
         grade_id
         for grade_id, cell in by_id.items()
@@ -271,22 +270,24 @@ def _restore_graded_cells(
     missing = [g for g in released if g not in by_id]
     moved = []
     for cell in submitted.cells:  # a check cell must follow its answer, as released
-        if _is_check(cell):
-            answer = _grade_id(cell)[: -len(CHECK_SUFFIX)]
-            order = [_grade_id(c) for c in submitted.cells]
-            if answer in order and order.index(_grade_id(cell)) < order.index(
+        if is_check_cell(cell):
+            answer = cell_grade_id(cell)[: -len(CHECK_SUFFIX)]
+            order = [cell_grade_id(c) for c in submitted.cells]
+            if answer in order and order.index(cell_grade_id(cell)) < order.index(
                 answer
             ):
-                moved.append(_grade_id(cell))
+                moved.append(cell_grade_id(cell))
     if moved:
-        submitted.cells = [c for c in submitted.cells if _grade_id(c) not in moved]
+        submitted.cells = [
+            c for c in submitted.cells if cell_grade_id(c) not in moved
+        ]
     for grade_id in [*missing, *moved]:
         cell = by_id.get(grade_id) or copy.deepcopy(released[grade_id])
-        previous = [_grade_id(c) for c in release.cells]
+        previous = [cell_grade_id(c) for c in release.cells]
         index = previous.index(grade_id)
         anchors = [g for g in previous[:index] if g]
         position = 0
-        ids = [_grade_id(c) for c in submitted.cells]
+        ids = [cell_grade_id(c) for c in submitted.cells]
         for anchor in reversed(anchors):
             if anchor in ids:
                 position = ids.index(anchor) + 1
@@ -309,21 +310,23 @@ def _restore_renamed(
     their nbgrader metadata, so that nbgrader does not reject the notebook. Returns
     notes.
     """
-    present = {_grade_id(c) for c in submitted.cells}
+    present = {cell_grade_id(c) for c in submitted.cells}
     missing = [g for g in released if g not in present]
     unknown = [
-        c for c in submitted.cells if _grade_id(c) and _grade_id(c) not in released
+        c
+        for c in submitted.cells
+        if cell_grade_id(c) and cell_grade_id(c) not in released
     ]
     notes = []
     for cell in unknown:
         same_type = [g for g in missing if released[g].cell_type == cell.cell_type]
         if not (same_type or missing):
-            notes.append(f"unknown grade id {_grade_id(cell)} removed")
+            notes.append(f"unknown grade id {cell_grade_id(cell)} removed")
             del cell.metadata["nbgrader"]
             continue
         grade_id = (same_type or missing)[0]
         missing.remove(grade_id)
-        notes.append(f"grade id {_grade_id(cell)} renamed back to {grade_id}")
+        notes.append(f"grade id {cell_grade_id(cell)} renamed back to {grade_id}")
         cell.metadata["nbgrader"] = copy.deepcopy(
             released[grade_id].metadata["nbgrader"]
         )
@@ -337,7 +340,7 @@ def _restore_cell_types(
     cell made markdown with one keystroke runs again); returns notes."""
     changed = []
     for index, cell in enumerate(submitted.cells):
-        grade_id = _grade_id(cell)
+        grade_id = cell_grade_id(cell)
         if grade_id in released and cell.cell_type != released[grade_id].cell_type:
             kind = released[grade_id].cell_type
             fields = {
@@ -393,7 +396,7 @@ def take_in(
         return Intake(UNGRADABLE, f"not a valid notebook ({type(error).__name__})")
     if not isinstance(submitted.get("cells"), list):
         return Intake(UNGRADABLE, "not a notebook (no cells)")
-    if not any(_grade_id(c) for c in submitted.cells):
+    if not any(cell_grade_id(c) for c in submitted.cells):
         return Intake(
             UNGRADABLE,
             "none of the course's graded cells: a new notebook, not the released"
@@ -534,7 +537,7 @@ def _flags(course: Path, assignment: str, student: str) -> list[str]:
     notes = []
     for cell in nbformat.read(path, as_version=4).cells:
         for output in _errors(cell):
-            where = _grade_id(cell) or "a cell without points"
+            where = cell_grade_id(cell) or "a cell without points"
             if output.get("ename") == "TimeoutError":
                 notes.append(f"time-out in {where}")
             elif output.get("ename") == KERNEL_STOPPED:
@@ -646,7 +649,7 @@ def apply_verdicts(
     nb = nbformat.read(path, as_version=4)
     passed, notes = {}, []
     for cell in nb.cells:
-        grade_id = _grade_id(cell)
+        grade_id = cell_grade_id(cell)
         if grade_id not in cells:
             continue
         verdict = verdicts.get(grade_id, {})
@@ -706,7 +709,7 @@ def _max_points(course: Path, assignment: str) -> dict[str, float]:
     if not path.exists():
         return {}
     return {
-        _grade_id(cell): float(cell.metadata["nbgrader"].get("points", 0))
+        cell_grade_id(cell): float(cell.metadata["nbgrader"].get("points", 0))
         for cell in nbformat.read(path, as_version=4).cells
         if cell.get("metadata", {}).get("nbgrader", {}).get("grade")
     }

@@ -209,6 +209,20 @@ finally:
         _sys.modules["attnlab"].exercises = _kept["attnlab.exercises"]"""
 
 
+CHECK_SUFFIX = "-check"
+
+
+def cell_grade_id(cell: nbformat.NotebookNode) -> str | None:
+    """The nbgrader grade id of ``cell``, or None."""
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def is_check_cell(cell: nbformat.NotebookNode) -> bool:
+    """Whether ``cell`` is the code cell that checks an exercise."""
+    grade_id = cell_grade_id(cell) or ""
+    return grade_id.endswith(CHECK_SUFFIX) and cell.cell_type == "code"
+
+
 def check_call_nodes(source: str) -> list[ast.Call]:
     """The ``check_*(...)`` calls that make up the statements of a check cell's
     ``source``, in order."""

@@ -44,7 +44,7 @@ from typing import Any
 import nbformat
 import torch
 
-from attnlab.exercises._checking import ExerciseError, RemoteAnswer, _active
+from attnlab.exercises._checking import ExerciseError, RemoteAnswer, _active, tensors
 from attnlab.teaching.channel import (
     SOCKET_VARIABLE,
     ChannelError,
@@ -54,9 +54,8 @@ from attnlab.teaching.channel import (
     receive,
     replace_tensors,
     send,
-    tensors,
 )
-from attnlab.teaching.release import check_call_nodes
+from attnlab.teaching.release import cell_grade_id, check_call_nodes, is_check_cell
 
 STARTUP_SECONDS = 120  # the most the grader may take to import torch and start
 NOT_RUN = (
@@ -76,11 +75,10 @@ def plan(release: nbformat.NotebookNode) -> dict[str, list[str]]:
     the names of the checks the cell calls."""
     cells = {}
     for cell in release.cells:
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-        if cell.cell_type == "code" and grade_id.endswith("-check"):
+        if is_check_cell(cell):
             names = check_calls(cell.source)
             if graded_here(names):
-                cells[grade_id] = names
+                cells[cell_grade_id(cell)] = names
     return cells
 
 
