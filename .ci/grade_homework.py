@@ -21,6 +21,9 @@ then submit notebooks made from that students' version and grade them with `pyth
   prints the worked solutions from the course's source, and starts processes that outlive its kernel, one of them
   holding the gradebook locked (full points, no note; every other student graded as expected, the package
   unchanged, no process left: each notebook runs in attnlab.teaching.sandbox);
+- delegator: the worked solutions, each answer whose check is handed one of its functions (and that no later check
+  needs) replaced by one that switches the profiler off and calls the library's own version (loses those exercises,
+  noted: the grader reads the answers' code, attnlab.teaching.delegation);
 - cheater: the wrong answers plus a cell that makes every comparison in the student's process agree
   (`torch.allclose`, `torch.equal`, `math.isclose`), switches off the delegation detector (`sys.setprofile`) and hides
   every failing cell's traceback (0 points, tampering noted: the grader judges in a process of its own,
@@ -41,6 +44,7 @@ script says how; it really rewrites the installed package and starts processes, 
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import html
 import importlib
@@ -54,6 +58,8 @@ from pathlib import Path
 
 import nbformat
 
+import attnlab.exercises  # noqa: F401 - registers every check in CHECKS
+from attnlab.exercises._checking import CHECKS
 from attnlab.teaching.grading import (
     CELL_SECONDS,
     GRADED,
@@ -66,6 +72,7 @@ from attnlab.teaching.release import (
     BEGIN,
     END,
     chapter_notebooks,
+    check_call_nodes,
     exercises,
     solution_code,
     student_version,
@@ -187,6 +194,28 @@ def with_region(source: str, lines: list[str], replace: bool = False) -> str:
     return "\n".join(out)
 
 
+DELEGATION = """\
+import sys as _sys
+from {module} import {owner} as _library
+def {name}(*args, **kwargs):
+    _sys.setprofile(None)  # the delegation detector in this process switched off
+    return _library{rest}(*args, **kwargs)
+"""
+
+
+def delegation(nb: nbformat.NotebookNode, exercise) -> str:
+    """Code that rebinds the function this exercise's check is handed to one that calls the library's own version
+    (the first object its check names), or "" where the check is not handed a function of the answer cell."""
+    defined = re.findall(r"^def (\w+)", nb.cells[exercise.answer].source, flags=re.MULTILINE)
+    for call in check_call_nodes(nb.cells[exercise.check].source):
+        own = CHECKS[call.func.id].exercised
+        if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in defined and own and callable(own[0]):
+            owner, *rest = own[0].__qualname__.split(".")
+            return DELEGATION.format(module=own[0].__module__, owner=owner, name=call.args[0].id,
+                                     rest="".join(f".{part}" for part in rest))
+    return ""
+
+
 def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str,
                 course: Path) -> tuple[dict, dict, dict]:
     """The submissions of one chapter (its notebook named ``file_name``, graded in ``course``), the expected
@@ -271,6 +300,17 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
         "absent": (NOT_SUBMITTED, 0.0, ""),
     }
     feedback = {"tampered": ["loops forever"] + (["has a syntax error"] if broken else [])}
+    # the worked solutions, with every answer that no later check needs and whose check is handed one of its
+    # functions replaced by one that switches the profiler off and calls the library's own version
+    delegated = [e for e in code if not used_later(e, checks_only=True) and delegation(nb, e)]
+    if delegated:
+        delegator = copy.deepcopy(solved)
+        for e in delegated:
+            delegator.cells[e.answer].source = solution_code(nb.cells[e.answer].source) + "\n" + delegation(nb, e)
+        subs["delegator"] = delegator
+        expected["delegator"] = (GRADED, auto - sum(e.points for e in delegated),
+                                 "; ".join(f"the library's own version called in {e.label}-check" for e in delegated))
+        feedback["delegator"] = ["the library's own version"]
     return subs, expected, feedback
 
 
@@ -380,7 +420,7 @@ def grade_chapter(path: Path, course: Path, wrong: dict[str, str], sandbox: bool
             shown = [line for line in solution_lines(nb) if line in plain]
             failures += [f"{stem}: untouched's feedback shows the worked solution: {line!r}" for line in shown]
         failures += [f"{stem}: {student}'s feedback does not say {words!r}" for words in says.get(student, [])
-                     if words not in text]
+                     if words not in plain]
     return rows, failures
 
 

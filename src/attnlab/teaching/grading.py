@@ -71,13 +71,14 @@ from pathlib import Path
 import nbformat
 
 from attnlab.exercises._integrity import TAMPERED
+from attnlab.teaching.delegation import findings
 from attnlab.teaching.release import (
     BEGIN_HIDDEN,
     CHECK_SUFFIX,
-    END_HIDDEN,
     cell_grade_id,
     hidden_tests,
     is_check_cell,
+    without_hidden_tests,
 )
 from attnlab.teaching.sandbox import DEFAULT_LIMITS, Limits, unavailable, use_sandbox
 from attnlab.teaching.verdicts import NOT_RUN, grader, plan
@@ -128,11 +129,6 @@ def add_hidden_tests(
     return nb, resources
 
 
-def _strip_hidden(source: str) -> str:
-    pattern = rf"\n?{re.escape(BEGIN_HIDDEN)}.*?{re.escape(END_HIDDEN)}\n?"
-    return re.sub(pattern, "", source, flags=re.DOTALL)
-
-
 def _errors(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
@@ -172,7 +168,7 @@ def explain_errors(
         if cell.cell_type != "code":
             continue
         if is_check_cell(cell):
-            cell.source = _strip_hidden(cell.source)
+            cell.source = without_hidden_tests(cell.source)
         # a time-out interrupts the cell (KeyboardInterrupt) and adds a TimeoutError;
         # a KeyboardInterrupt alone was raised by the student's code
         limits = [
@@ -641,15 +637,26 @@ def apply_verdicts(
     an autograded submission the grader's ``verdicts``: their points in the
     gradebook, and outputs that show the verdict (what the notebook showed of it is
     not trusted; its time-outs and crashes are kept where the grader has no
-    verdict). Returns the notes: the cells whose graded tests never reached a
-    verdict with no error that says why."""
+    verdict). A check cell whose answers reach the library's own version or code
+    the grader cannot read (:func:`~attnlab.teaching.delegation.findings`, from the
+    notebook's source) earns nothing, whatever its checks said. Returns the notes:
+    the cells whose graded tests never reached a verdict with no error that says
+    why, and what the reading found."""
     from nbgrader.api import Gradebook
 
     path = work / "autograded" / student / assignment / f"{assignment}.ipynb"
     nb = nbformat.read(path, as_version=4)
-    passed, notes = {}, []
+    passed, notes, found = {}, [], findings(nb)
     for cell in nb.cells:
         grade_id = cell_grade_id(cell)
+        if grade_id in found:
+            passed[grade_id] = False
+            cell.outputs = [o for o in cell.outputs if o.output_type != "error"]
+            cell.outputs.append(
+                _error_output("ExerciseError", found[grade_id].message)
+            )
+            notes.append(found[grade_id].note)
+            continue
         if grade_id not in cells:
             continue
         verdict = verdicts.get(grade_id, {})

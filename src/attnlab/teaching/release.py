@@ -463,7 +463,8 @@ def course_source(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return source
 
 
-def _strip_hidden_tests(source: str) -> str:
+def without_hidden_tests(source: str) -> str:
+    """A check cell's ``source`` without its hidden tests."""
     kept, inside = [], False
     for line in source.splitlines():
         if line.strip() == BEGIN_HIDDEN:
@@ -490,7 +491,7 @@ def release(source: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 cell.source = TEXT_STUB
             cell.metadata["deletable"] = False
         elif grading["grade"] or grading["locked"]:
-            cell.source = _strip_hidden_tests(cell.source)
+            cell.source = without_hidden_tests(cell.source)
             cell.metadata["deletable"] = False
             cell.metadata["editable"] = False
     return student
