@@ -21,6 +21,7 @@ from attnlab.teaching.release import (
 NOTEBOOKS = chapter_notebooks(Path(__file__).resolve().parents[1] / "notebooks")
 CHAPTER_1 = next(p for p in NOTEBOOKS if p.name.startswith("01_"))
 LOOKUP = "ex-memory-soft-lookup"
+RELEASE = student_version(nbformat.read(CHAPTER_1, as_version=4))
 EXERCISE = next(
     e for e in exercises(nbformat.read(CHAPTER_1, as_version=4)) if e.label == LOOKUP
 )
@@ -49,7 +50,7 @@ def lookup_answer(nb, answer: str, before: str | None = None):
     nb.cells[EXERCISE.answer].source = answer
     if before is not None:
         nb.cells.insert(EXERCISE.answer, nbformat.v4.new_code_cell(before))
-    return findings(nb).get(f"{LOOKUP}-check")
+    return findings(nb, RELEASE).get(f"{LOOKUP}-check")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
@@ -106,6 +107,15 @@ RIGHT = {
         "def soft_lookup(query, keys, values):\n"
         "    print('a note', file=__import__('sys').stderr)\n"
         "    __import__('warnings').warn('my own warning')\n"
+        "    w = torch.softmax(keys @ query, dim=0)\n"
+        "    return w @ values, w",
+        None,
+    ),
+    "an unbound name in a branch never taken, and in an annotation": (
+        "import torch\n"
+        "def soft_lookup(query, keys, values) -> Tensor:\n"
+        "    if query is None:\n"
+        "        plot_it(query)\n"
         "    w = torch.softmax(keys @ query, dim=0)\n"
         "    return w @ values, w",
         None,
@@ -198,6 +208,17 @@ DELEGATING = {
         "def soft_lookup(q, k, v):\n    return helper(q, k, v)",
         "from attnlab.attention import attend\nglobals()['helper'] = attend",
         "uses `helper`, which no cell of the notebook defines",
+    ),
+    "a name pushed into the kernel": (
+        "def soft_lookup(q, k, v):\n    return helper(q, k, v)",
+        "from attnlab.attention import attend\nget_ipython().push({'helper': attend})",
+        "uses `helper`, which no cell of the notebook defines",
+    ),
+    "a torch attribute set with setattr": (
+        "import torch\ndef soft_lookup(q, k, v):\n    return torch.lookup(q, k, v)",
+        "import torch\nfrom attnlab.attention import attend\n"
+        "setattr(torch, 'look' + 'up', attend)",
+        "uses `torch.lookup`, which no cell of the notebook defines",
     ),
     "eval": (
         "def soft_lookup(q, k, v):\n    return eval('attend')(q, k, v)",

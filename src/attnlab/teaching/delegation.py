@@ -84,12 +84,17 @@ class _Notebook:
     def __init__(self) -> None:
         self.env: dict[str, list[_Binding]] = {}
         self.attributes: dict[str, list[_Binding]] = {}  # "torch.helper" = ...
+        self.dynamic = False  # whether some cell may bind names unseen
 
-    def run(self, source: str) -> None:
+    def run(self, source: str, course: bool = False) -> None:
+        """Read a cell; ``course``: a cell of the release, as released (its install
+        cell imports and runs magics: none of that binds names unseen)."""
         try:
             tree = ast.parse(_python(source))
         except SyntaxError:
             return
+        unseen = source != _python(source) or _binds_unseen(tree)
+        self.dynamic = self.dynamic or (unseen and not course)
         for statement in tree.body:
             self.statement(statement, replace=True)
 
@@ -110,8 +115,10 @@ class _Notebook:
             if node.value is None:
                 return
             value = _Binding(node=node.value, env=dict(self.env))
-            for target in targets:
-                self.target(target, value, replace)
+            for target in targets:  # `x += y` keeps what x was bound to
+                self.target(
+                    target, value, replace and type(node) is not ast.AugAssign
+                )
         else:
             # a loop's, a with's and a walrus's targets are bound to what they take
             # from; other names bound here (an exception's) are opaque
@@ -152,6 +159,33 @@ class _Notebook:
                 self.attributes.setdefault(dotted, []).append(value)
 
 
+# what binds a name without an assignment the reader sees (with DYNAMIC_NAMES, the
+# DYNAMIC_ATTRIBUTES and the DYNAMIC_MODULES)
+BINDERS = frozenset({"setattr", "delattr"})
+KERNEL_BINDERS = frozenset(
+    {"user_ns", "user_global_ns", "push", "run_cell", "run_line_magic", "ex", "ev"}
+)
+
+
+def _binds_unseen(tree: ast.AST) -> bool:
+    """Whether code may bind a name or an attribute the reader cannot see."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in DYNAMIC_NAMES | BINDERS:
+            return True
+        if isinstance(node, ast.Attribute) and (
+            node.attr in DYNAMIC_ATTRIBUTES | KERNEL_BINDERS
+            or node.attr == "modules"
+        ):
+            return True
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] + [
+                getattr(node, "module", "") or ""
+            ]
+            if any(n.split(".")[0] in DYNAMIC_MODULES for n in names):
+                return True
+    return False
+
+
 def _python(source: str) -> str:
     """A cell's source without IPython's magics and shell lines."""
     return re.sub(r"(?m)^(\s*)[%!].*$", r"\1pass", source)
@@ -176,8 +210,10 @@ def _imported(node: ast.Import | ast.ImportFrom) -> list[tuple[str, Any]]:
 
 
 def _module(dotted: str) -> ModuleType | None:
-    """The module ``dotted`` if it is already importable here, else None."""
-    if not dotted or dotted.startswith("."):
+    """The module ``dotted`` if its package is already imported here (the course's
+    own and what it imports: nothing a notebook names runs in the grader), else
+    None."""
+    if not dotted or dotted.split(".")[0] not in sys.modules:
         return None
     try:
         return importlib.import_module(dotted)
@@ -256,6 +292,13 @@ class _Reader:
         if finding not in self.found:
             self.found.append(finding)
 
+    def unbound(self, name: str) -> None:
+        """A name no cell binds: bound behind the source's back where the notebook
+        binds names dynamically somewhere, else dead code (or a bug the checks
+        will find)."""
+        if self.notebook.dynamic:
+            self.note(f"unbound:{name}")
+
     def binding(self, binding: _Binding) -> None:
         if binding.opaque:
             return
@@ -311,7 +354,7 @@ class _Reader:
             if name in DYNAMIC_NAMES:
                 self.note(f"`{name}`")
             elif not (hasattr(builtins, name) or name in KERNEL_NAMES):
-                self.note(f"unbound:{name}")
+                self.unbound(name)
             return
         for binding in bindings:
             self.binding(binding)
@@ -344,9 +387,8 @@ class _Reader:
                 nxt = getattr(obj, part, None)
                 obj = nxt if nxt is not None else _module(name)
                 if obj is None:
-                    if key in self.notebook.attributes:
-                        return True
-                    self.note(f"unbound:{key}")
+                    if key not in self.notebook.attributes:
+                        self.unbound(key)
                     return True
                 self.object(obj)
             else:
@@ -362,8 +404,22 @@ class _Reader:
             for c in ast.walk(node)
             if isinstance(c, ast.Call) and _imported_module(c)
         }
+        # annotations are never run (a name in one may be unbound)
+        annotations = [
+            a
+            for c in ast.walk(node)
+            for a in (
+                [c.returns]
+                if isinstance(c, ast.FunctionDef | ast.AsyncFunctionDef)
+                else [c.annotation]
+                if isinstance(c, ast.arg | ast.AnnAssign)
+                else []
+            )
+            if a is not None
+        ]
+        skipped = imports | {id(n) for a in annotations for n in ast.walk(a)}
         for child in ast.walk(node):
-            if id(child) in imports:
+            if id(child) in skipped:
                 continue
             if isinstance(child, ast.Call) and _imported_module(child):
                 self.object(_module(_imported_module(child)))
@@ -467,11 +523,17 @@ def message(function: str, finding: str) -> str:
     )
 
 
-def findings(notebook: nbformat.NotebookNode) -> dict[str, Finding]:
+def findings(
+    notebook: nbformat.NotebookNode, release: nbformat.NotebookNode | None = None
+) -> dict[str, Finding]:
     """The check cells (grade id) of ``notebook`` whose answers reach what they
-    must not, each with its first finding (the library's own code first)."""
+    must not, each with its first finding (the library's own code first);
+    ``release``: the notebook as released, whose own cells are the course's."""
     import attnlab.exercises  # noqa: F401 - registers every check
 
+    course = {
+        c.source for c in (release.cells if release else []) if c.cell_type == "code"
+    }
     reading = _Notebook()
     out = {}
     for cell in notebook.cells:
@@ -497,9 +559,9 @@ def findings(notebook: nbformat.NotebookNode) -> dict[str, Finding]:
                             grade_id = cell_grade_id(cell) or ""
                             first = min(reader.found, key=_library_first)
                             out.setdefault(grade_id, finding(name, first, grade_id))
-            reading.run(source)
+            reading.run(source, course=True)
         else:
-            reading.run(cell.source)
+            reading.run(cell.source, course=cell.source in course)
     return out
 
 

@@ -595,7 +595,7 @@ def grade_submission(
     if error is not None:
         seconds = time.perf_counter() - start
         return Result(student, assignment, UNGRADABLE, error, {}, seconds)
-    missing = apply_verdicts(work, assignment, student, cells, verdicts)
+    missing = apply_verdicts(work, assignment, student, cells, verdicts, release)
     notes = intake.notes + list(dict.fromkeys(_flags(work, assignment, student)))
     notes += missing
     feedback = _failure(api.generate_feedback(assignment, student, force=True))
@@ -632,6 +632,7 @@ def apply_verdicts(
     student: str,
     cells: dict[str, list[str]],
     verdicts: dict[str, dict],
+    release: nbformat.NotebookNode | None = None,
 ) -> list[str]:
     """Give the check cells ``cells`` (:func:`~attnlab.teaching.verdicts.plan`) of
     an autograded submission the grader's ``verdicts``: their points in the
@@ -639,14 +640,20 @@ def apply_verdicts(
     not trusted; its time-outs and crashes are kept where the grader has no
     verdict). A check cell whose answers reach the library's own version or code
     the grader cannot read (:func:`~attnlab.teaching.delegation.findings`, from the
-    notebook's source) earns nothing, whatever its checks said. Returns the notes:
+    notebook's source; ``release``: the notebook as released) earns nothing,
+    whatever its checks said. Returns the notes:
     the cells whose graded tests never reached a verdict with no error that says
     why, and what the reading found."""
     from nbgrader.api import Gradebook
 
     path = work / "autograded" / student / assignment / f"{assignment}.ipynb"
     nb = nbformat.read(path, as_version=4)
-    passed, notes, found = {}, [], findings(nb)
+    passed, notes = {}, []
+    try:
+        found = findings(nb, release)
+    except Exception as exc:  # noqa: BLE001 - a notebook the reader trips on
+        found = {}  # is graded by its checks alone, and the instructor told
+        notes.append(f"answers not read ({type(exc).__name__}: {exc})")
     for cell in nb.cells:
         grade_id = cell_grade_id(cell)
         if grade_id in found:
