@@ -204,6 +204,12 @@ DELEGATING = {
         None,
         "calls `attnlab.memory.SoftDict.lookup`, the library's own version",
     ),
+    "a chain of thousands of aliases": (
+        "def soft_lookup(q, k, v):\n    return h2999(q, k, v)",
+        "from attnlab.attention import attend as h0\n"
+        + "\n".join(f"h{i + 1} = h{i}" for i in range(2999)),
+        LIBRARY,
+    ),
     "a name bound by globals()": (
         "def soft_lookup(q, k, v):\n    return helper(q, k, v)",
         "from attnlab.attention import attend\nglobals()['helper'] = attend",

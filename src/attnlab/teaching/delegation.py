@@ -24,6 +24,7 @@ finding costs the check cell its points, with a message that names it.
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import importlib
 import re
@@ -70,11 +71,12 @@ KERNEL_NAMES = frozenset({"get_ipython", "display", "In", "Out", "exit", "quit"}
 @dataclass(frozen=True)
 class _Binding:
     """What a name was bound to: an object (an import), or code of the notebook
-    (``node``) whose names resolve in ``env`` (None: when the function is called)."""
+    (``node``) whose names resolve as they were at ``time`` (None: when the
+    function is called)."""
 
     obj: Any = None
     node: ast.AST | None = None
-    env: dict[str, list[_Binding]] | None = None
+    time: int | None = None
     opaque: bool = False
 
 
@@ -82,7 +84,11 @@ class _Notebook:
     """The top-level bindings of a notebook's code cells, cell by cell."""
 
     def __init__(self) -> None:
-        self.env: dict[str, list[_Binding]] = {}
+        # each name's history: when it was bound, and to what (a linked list,
+        # newest first, so that adding a binding costs nothing however many)
+        self.times: dict[str, list[int]] = {}
+        self.heads: dict[str, list[tuple[_Binding, Any]]] = {}
+        self.time = 0
         self.attributes: dict[str, list[_Binding]] = {}  # "torch.helper" = ...
         self.dynamic = False  # whether some cell may bind names unseen
 
@@ -91,7 +97,10 @@ class _Notebook:
         cell imports and runs magics: none of that binds names unseen)."""
         try:
             tree = ast.parse(_python(source))
-        except SyntaxError:
+        except SyntaxError:  # never runs: binds nothing
+            return
+        except (RecursionError, MemoryError, ValueError):  # unreadable here
+            self.dynamic = True
             return
         unseen = source != _python(source) or _binds_unseen(tree)
         self.dynamic = self.dynamic or (unseen and not course)
@@ -99,7 +108,22 @@ class _Notebook:
             self.statement(statement, replace=True)
 
     def bind(self, name: str, binding: _Binding, replace: bool) -> None:
-        self.env[name] = [binding] if replace else [*self.env.get(name, []), binding]
+        self.time += 1
+        parent = None if replace else self.head(name, self.time)
+        self.times.setdefault(name, []).append(self.time)
+        self.heads.setdefault(name, []).append((binding, parent))
+
+    def head(self, name: str, time: int) -> tuple[_Binding, Any] | None:
+        index = bisect.bisect_right(self.times.get(name, []), time)
+        return self.heads[name][index - 1] if index else None
+
+    def at(self, time: int | None = None) -> _Env:
+        """The names as they were bound at ``time`` (None: now)."""
+        return _Env(self, self.time if time is None else time)
+
+    @property
+    def env(self) -> _Env:
+        return self.at()
 
     def statement(self, node: ast.stmt, replace: bool) -> None:
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -114,7 +138,7 @@ class _Notebook:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is None:
                 return
-            value = _Binding(node=node.value, env=dict(self.env))
+            value = _Binding(node=node.value, time=self.time)
             for target in targets:  # `x += y` keeps what x was bound to
                 self.target(
                     target, value, replace and type(node) is not ast.AugAssign
@@ -123,14 +147,14 @@ class _Notebook:
             # a loop's, a with's and a walrus's targets are bound to what they take
             # from; other names bound here (an exception's) are opaque
             if isinstance(node, ast.For | ast.AsyncFor):
-                value = _Binding(node=node.iter, env=dict(self.env))
+                value = _Binding(node=node.iter, time=self.time)
                 self.target(node.target, value, replace=False)
             for child in ast.walk(node):
                 if isinstance(child, ast.withitem) and child.optional_vars:
-                    value = _Binding(node=child.context_expr, env=dict(self.env))
+                    value = _Binding(node=child.context_expr, time=self.time)
                     self.target(child.optional_vars, value, replace=False)
                 elif isinstance(child, ast.NamedExpr):
-                    value = _Binding(node=child.value, env=dict(self.env))
+                    value = _Binding(node=child.value, time=self.time)
                     self.target(child.target, value, replace=False)
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.stmt):
@@ -138,7 +162,7 @@ class _Notebook:
                 elif isinstance(child, ast.excepthandler | ast.match_case):
                     for inner in child.body:
                         self.statement(inner, replace=False)
-            for name in _stored_names(node, own_body=False) - set(self.env):
+            for name in _stored_names(node, own_body=False) - set(self.times):
                 self.bind(name, _Binding(opaque=True), replace=False)
 
     def target(self, target: ast.expr, value: _Binding, replace: bool) -> None:
@@ -184,6 +208,26 @@ def _binds_unseen(tree: ast.AST) -> bool:
             if any(n.split(".")[0] in DYNAMIC_MODULES for n in names):
                 return True
     return False
+
+
+@dataclass(frozen=True)
+class _Env:
+    """A notebook's names at one moment."""
+
+    notebook: _Notebook
+    time: int
+
+    def get(self, name: str, default: Any = None) -> list[_Binding] | Any:
+        """The bindings of ``name`` then (several where a branch or a loop may
+        have bound it), or ``default``."""
+        head = self.notebook.head(name, self.time)
+        if head is None:
+            return default
+        bindings = []
+        while head is not None:
+            bindings.append(head[0])
+            head = head[1]
+        return bindings
 
 
 def _python(source: str) -> str:
@@ -238,6 +282,7 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 IMPORT = "__import__:"
+_MISSING = object()
 
 
 def _imported_module(call: ast.Call) -> str | None:
@@ -287,6 +332,16 @@ class _Reader:
         self.notebook, self.forbidden = notebook, forbidden
         self.found: list[str] = []
         self.seen: set[int] = set()
+        self.todo: list[_Binding] = []  # a work list, not recursion: no chain of
+        # helpers is too long to follow
+
+    def read(self, name: str) -> list[str]:
+        """The findings of everything the global ``name`` reaches."""
+        self.found, self.seen, self.todo = [], set(), []
+        self.name(name, self.notebook.env)
+        while self.todo:
+            self.binding(self.todo.pop())
+        return self.found
 
     def note(self, finding: str) -> None:
         if finding not in self.found:
@@ -308,7 +363,7 @@ class _Reader:
         if id(binding.node) in self.seen:
             return
         self.seen.add(id(binding.node))
-        env = binding.env if binding.env is not None else self.notebook.env
+        env = self.notebook.at(binding.time)
         local = (
             _stored_names(binding.node)
             if isinstance(binding.node, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -348,7 +403,7 @@ class _Reader:
                 return self.forbidden[code]
         return None
 
-    def name(self, name: str, env: dict[str, list[_Binding]]) -> None:
+    def name(self, name: str, env: _Env) -> None:
         bindings = env.get(name)
         if bindings is None:
             if name in DYNAMIC_NAMES:
@@ -356,10 +411,9 @@ class _Reader:
             elif not (hasattr(builtins, name) or name in KERNEL_NAMES):
                 self.unbound(name)
             return
-        for binding in bindings:
-            self.binding(binding)
+        self.todo.extend(bindings)
 
-    def attribute(self, node: ast.Attribute, env: dict[str, list[_Binding]]) -> bool:
+    def attribute(self, node: ast.Attribute, env: _Env) -> bool:
         """Resolve a chain ``module.a.b`` rooted at an imported module; True if the
         chain was resolved here (its root is a module)."""
         dotted = _dotted(node)
@@ -377,16 +431,15 @@ class _Reader:
         name = obj.__name__
         for index, part in enumerate(parts):
             key = ".".join([root, *parts[: index + 1]])
-            for patched in self.notebook.attributes.get(key, []):
-                self.binding(patched)
+            self.todo.extend(self.notebook.attributes.get(key, []))
             if part in DYNAMIC_ATTRIBUTES or (name == "sys" and part == "modules"):
                 self.note(f"`{name}.{part}`")
                 return True
             if isinstance(obj, ModuleType):
                 name = f"{obj.__name__}.{part}"
-                nxt = getattr(obj, part, None)
-                obj = nxt if nxt is not None else _module(name)
-                if obj is None:
+                nxt = getattr(obj, part, _MISSING)
+                obj = nxt if nxt is not _MISSING else _module(name) or _MISSING
+                if obj is _MISSING:
                     if key not in self.notebook.attributes:
                         self.unbound(key)
                     return True
@@ -396,7 +449,7 @@ class _Reader:
                 return True
         return True
 
-    def code(self, node: ast.AST, env: dict[str, list[_Binding]], local: set[str]):
+    def code(self, node: ast.AST, env: _Env, local: set[str]):
         # `__import__("torch")` and `getattr(x, "name")` with constant names read
         # as the import and the attribute they spell
         imports = {
@@ -543,7 +596,7 @@ def findings(
             source = without_hidden_tests(cell.source)
             try:
                 calls = check_call_nodes(_python(source))
-            except SyntaxError:
+            except (SyntaxError, RecursionError, ValueError):
                 calls = []
             for call in calls:
                 info = CHECKS.get(call.func.id)
@@ -552,12 +605,10 @@ def findings(
                 reader = _Reader(reading, info.forbidden_code())
                 for argument in [*call.args, *(k.value for k in call.keywords)]:
                     for name in _answer_names(argument, reading.env):
-                        reader.found.clear()
-                        reader.seen.clear()
-                        reader.name(name, reading.env)
-                        if reader.found:
+                        found = reader.read(name)
+                        if found:
                             grade_id = cell_grade_id(cell) or ""
-                            first = min(reader.found, key=_library_first)
+                            first = min(found, key=_library_first)
                             out.setdefault(grade_id, finding(name, first, grade_id))
             reading.run(source, course=True)
         else:
@@ -569,7 +620,7 @@ def _library_first(found: str) -> bool:
     return not found.startswith("library:")
 
 
-def _answer_names(argument: ast.expr, env: dict[str, list[_Binding]]) -> list[str]:
+def _answer_names(argument: ast.expr, env: _Env) -> list[str]:
     """The names in a check's argument that the notebook bound to its own code (the
     student's functions and classes, and values computed by them)."""
     names = []
