@@ -290,3 +290,21 @@ def test_the_check_cell_is_read_with_its_hidden_tests(chapter_1):
         "def soft_lookup(q, k, v):\n    return attend(q, k, v)"
     )
     assert LIBRARY in findings(nb)[f"{LOOKUP}-check"].message
+
+
+def test_a_decorated_method_reached_through_its_class_is_refused():
+    """Chapter 11's greedy decoding is a method under `@torch.no_grad()`: the
+    class's methods are compared unwrapped, as the check names them."""
+    path = next(p for p in NOTEBOOKS if p.name.startswith("11_"))
+    source = nbformat.read(path, as_version=4)
+    exercise = next(
+        e for e in exercises(source) if e.label == "ex-pointer-greedy-mask"
+    )
+    nb = solved(path)
+    nb.cells[exercise.answer].source += (
+        "\nfrom attnlab.pointer import PointerNet as _library\n"
+        "def fixed_greedy(*args, **kwargs):\n"
+        "    return _library.greedy(*args, **kwargs)\n"
+    )
+    found = findings(nb, student_version(source))["ex-pointer-greedy-mask-check"]
+    assert "calls `attnlab.pointer.PointerNet.greedy`" in found.message

@@ -396,6 +396,9 @@ class _Reader:
     def forbidden_label(self, obj: Any) -> str | None:
         try:
             codes = _code_objects(obj)
+            if isinstance(obj, type):  # its methods unwrapped too, as the check
+                # names a decorated one (`@torch.no_grad()`)
+                codes += [c for m in vars(obj).values() for c in _code_objects(m)]
         except Exception:  # noqa: BLE001 - an object inspect cannot read
             return None
         for code in codes:
