@@ -5,22 +5,21 @@ gradebook): write the nbgrader course from the solution notebook, release it wit
 `nbgrader generate_assignment` and check that the release is the students' version that `make student` writes;
 then submit notebooks made from that students' version and grade them with `python -m attnlab.grading`:
 
-- solution: the worked solutions, each also printing, writing to stderr and warning (full points);
-- untouched: the students' notebook as released (0 points);
+- solution: the worked solutions, each also printing, writing to stderr and warning, saved as Colab saves a copy,
+  `Copy of <chapter>.ipynb`, with one check cell turned into markdown and another exercise's grade id renamed (full
+  points; the notes say what was found and repaired, and the notebook as handed in is kept under `handed-in/`);
+- attacker: the students' notebook as released plus a cell that attacks the others: it copies the release over every
+  student's submission, appends to the installed package, zeroes the gradebook, overwrites the feedback pages and
+  the CSV, prints the worked solutions from the course's source, and starts processes that outlive its kernel, one of
+  them holding the gradebook locked (0 points, and its feedback shows nothing of a worked solution; every other
+  student graded as expected, the package unchanged, no process left: each notebook runs in
+  attnlab.teaching.sandbox);
 - wrong: typical wrong answers kept in tests/wrong_answers/ (loses exactly those exercises' points);
 - tampered: the wrong answers, plus a cell that rebinds every check in the notebook and in the package and
   patches the checks' helper, the check cell of a wrong answer deleted, another check cell's points edited, one
-  right answer that loops forever and one with a syntax error (gains nothing; loses the looping and the broken
+  right answer that loops forever (asleep: the chapter graded meanwhile keeps the CPU) and one with a syntax error (gains nothing; loses the looping and the broken
   exercises; the deleted cell is restored, the time-out reported, and the feedback says which exercise loops and
   which has a syntax error);
-- renamed: the worked solutions saved as Colab saves a copy, `Copy of <chapter>.ipynb`, with one check cell turned
-  into markdown and another exercise's grade id renamed (full points; the notes say what was found and repaired,
-  and the notebook as handed in is kept under `handed-in/`);
-- attacker: the worked solutions plus a cell that attacks the others: it copies the release over every student's
-  submission, appends to the installed package, zeroes the gradebook, overwrites the feedback pages and the CSV,
-  prints the worked solutions from the course's source, and starts processes that outlive its kernel, one of them
-  holding the gradebook locked (full points, no note; every other student graded as expected, the package
-  unchanged, no process left: each notebook runs in attnlab.teaching.sandbox);
 - delegator: the worked solutions, each answer whose check is handed one of its functions (and that no later check
   needs) replaced by one that switches the profiler off and calls the library's own version (loses those exercises,
   noted: the grader reads the answers' code, attnlab.teaching.delegation);
@@ -126,7 +125,7 @@ get_ipython().showtraceback = lambda *args, **kwargs: None
 """
 
 # a cell that attacks the other students, the grader and the gradebook (COURSE and CHAPTER filled in): each attack
-# is allowed to fail quietly; in the sandbox every one must fail, and the worked solutions still get full points
+# is allowed to fail quietly; in the sandbox every one must fail, and every other student is graded as expected
 ATTACK = """\
 import os as _os, shutil as _shutil, sqlite3 as _sqlite3, subprocess as _subprocess, sys as _sys
 from pathlib import Path as _Path
@@ -156,6 +155,8 @@ for _attack in _attacks:
     except Exception:
         pass
 """
+# the answer that loops forever: asleep, so that the chapter graded meanwhile keeps the CPU
+LOOP = ["while True:", "    __import__('time').sleep(1)"]
 SLEEP = 2147  # the seconds an attacking process sleeps: its mark, looked for once grading is over
 
 
@@ -249,8 +250,7 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
     right = [e for e in code if e.label not in wrong]
     # an answer that loops forever: a right one that only its own check calls (one time-out) where there is one
     looping = next((e for e in right if not used_later(e)), (right or [e for e in code if e is not deleted])[0])
-    tampered.cells[looping.answer].source = with_region(nb.cells[looping.answer].source, ["while True:", "    pass"],
-                                                        replace=True)
+    tampered.cells[looping.answer].source = with_region(nb.cells[looping.answer].source, LOOP, replace=True)
     # a right answer with a syntax error, where one is left that no later check needs: its feedback must say so
     broken = next((e for e in right if e is not looping and not used_later(e, checks_only=True)), None)
     if broken is not None:
@@ -264,13 +264,14 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
     if tampered.nbformat_minor < 5:
         del cell["id"]  # cell ids came with nbformat 4.5
     tampered.cells.insert(imports + 1, cell)
-    renamed = copy.deepcopy(solved)  # handed in as Colab names a copy: see FILE_NAMES
+    # the noisy solutions also handed in as Colab names a copy (see FILE_NAMES), one check cell made markdown and
+    # another answer's grade id renamed
     first, other = code[0], code[-1]
-    check = renamed.cells[first.check]
-    renamed.cells[first.check] = nbformat.from_dict(
+    check = noisy.cells[first.check]
+    noisy.cells[first.check] = nbformat.from_dict(
         {"cell_type": "markdown", "metadata": check.metadata, "source": check.source})
-    renamed.cells[other.answer].metadata["nbgrader"]["grade_id"] = "my-answer"
-    attacker = copy.deepcopy(solved)
+    noisy.cells[other.answer].metadata["nbgrader"]["grade_id"] = "my-answer"
+    attacker = copy.deepcopy(untouched)
     stem = Path(file_name).stem
     cell = nbformat.v4.new_code_cell(ATTACK.format(course=str(course).encode().hex(), chapter=stem, sleep=SLEEP))
     if attacker.nbformat_minor < 5:
@@ -282,18 +283,15 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
     if cheater.nbformat_minor < 5:
         del cell["id"]
     cheater.cells.insert(imports + 1, cell)
-    subs = {"solution": noisy, "untouched": untouched, "wrong": mistaken, "tampered": tampered,
-            "renamed": renamed, "attacker": attacker, "cheater": cheater,
+    subs = {"solution": noisy, "attacker": attacker, "wrong": mistaken, "tampered": tampered, "cheater": cheater,
             "not-a-notebook": "These are my answers: 42.\n", "empty": ""}
     expected = {
-        "solution": (GRADED, auto, ""),
-        "untouched": (GRADED, 0.0, ""),
+        "solution": (GRADED, auto, f"handed in as {FILE_NAMES['solution'].format(file_name)}; grade id my-answer "
+                                   f"renamed back to {other.label}; cell type restored in {first.label}-check"),
+        "attacker": (GRADED, 0.0, ""),
         "wrong": (GRADED, auto - lost, ""),
         "tampered": (GRADED, auto - lost - spoiled,
                      f"deleted cells restored: {deleted.label}-check; time-out in {looping.label}"),
-        "renamed": (GRADED, auto, f"handed in as {FILE_NAMES['renamed'].format(file_name)}; grade id my-answer renamed back to "
-                                  f"{other.label}; cell type restored in {first.label}-check"),
-        "attacker": (GRADED, auto, ""),
         "cheater": (GRADED, 0.0, f"tampering detected in {code[0].label}-check"),
         "not-a-notebook": (UNGRADABLE, 0.0, "not a notebook"),
         "empty": (UNGRADABLE, 0.0, "empty file"),
@@ -315,7 +313,7 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
 
 
 # the file name each student's submission is handed in under, where it is not the chapter's own
-FILE_NAMES = {"renamed": "Copy of {}"}
+FILE_NAMES = {"solution": "Copy of {}"}
 
 
 def same_release(released: nbformat.NotebookNode, ours: nbformat.NotebookNode) -> list[str]:
@@ -416,9 +414,9 @@ def grade_chapter(path: Path, course: Path, wrong: dict[str, str], sandbox: bool
         plain = html.unescape(re.sub(r"<[^>]+>", "", text))  # code is highlighted token by token
         failures += [f"{stem}: {page.relative_to(course)} shows {leak!r}" for leak in LEAKS if leak in plain]
         student = page.relative_to(course / "feedback").parts[0]
-        if student == "untouched":  # nothing of a worked solution reaches a student who wrote nothing
+        if student == "attacker":  # nothing of a worked solution reaches a student who wrote none (and tried)
             shown = [line for line in solution_lines(nb) if line in plain]
-            failures += [f"{stem}: untouched's feedback shows the worked solution: {line!r}" for line in shown]
+            failures += [f"{stem}: attacker's feedback shows the worked solution: {line!r}" for line in shown]
         failures += [f"{stem}: {student}'s feedback does not say {words!r}" for words in says.get(student, [])
                      if words not in plain]
     return rows, failures

@@ -153,6 +153,18 @@ def test_the_plan_holds_the_release_s_check_cells_judged_by_the_grader():
     assert plan(release) == {"ex-a-check": ["check_soft_lookup"]}
 
 
+def test_the_grader_process_does_not_import_the_notebook_format():
+    """The grader starts once per submission: nbformat (and the grammars jsonschema
+    builds on import) would cost it seconds each time, for nothing it reads."""
+    import subprocess
+
+    code = "import sys, attnlab.teaching.verdicts; print(sorted(sys.modules))"
+    loaded = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert "'nbformat'" not in loaded and "'jsonschema'" not in loaded
+
+
 @pytest.fixture(scope="module")
 def judged():
     """Check cells judged by one grader process, as a notebook's hidden tests would

@@ -39,9 +39,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import nbformat
 import torch
 
 from attnlab.exercises._checking import ExerciseError, RemoteAnswer, _active, tensors
@@ -55,7 +54,9 @@ from attnlab.teaching.channel import (
     replace_tensors,
     send,
 )
-from attnlab.teaching.release import cell_grade_id, check_call_nodes, is_check_cell
+
+if TYPE_CHECKING:
+    import nbformat
 
 STARTUP_SECONDS = 120  # the most the grader may take to import torch and start
 NOT_RUN = (
@@ -67,12 +68,18 @@ NOT_RUN = (
 def check_calls(source: str) -> list[str]:
     """The names of the ``check_*`` functions that a check cell's ``source``
     calls, in order."""
+    from attnlab.teaching.release import check_call_nodes  # see plan
+
     return [call.func.id for call in check_call_nodes(source)]
 
 
 def plan(release: nbformat.NotebookNode) -> dict[str, list[str]]:
     """The check cells of the released notebook that the grader judges: grade id ->
     the names of the checks the cell calls."""
+    # here, not at the top: the grader process never reads a notebook, and nbformat
+    # (with jsonschema's grammars) would cost it seconds on every submission
+    from attnlab.teaching.release import cell_grade_id, is_check_cell
+
     cells = {}
     for cell in release.cells:
         if is_check_cell(cell):
