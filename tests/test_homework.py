@@ -313,6 +313,26 @@ def test_no_answer_is_shown_before_its_exercise(path):
                         f"{path.name}: show_source({ast.unparse(node.args[0])}) comes before {exercise.label}")
 
 
+def test_the_code_a_check_forbids_is_the_library_s_own_not_a_decorator_s():
+    class Library:
+        @torch.no_grad()
+        def decode(self, x):
+            return x
+
+        @staticmethod
+        def helper(x):
+            return x
+
+    @torch.no_grad()
+    def students_own(x):  # decorated as the library's method is
+        return x
+
+    codes = set(_code_objects(Library))
+    assert codes == {inspect.unwrap(Library.decode).__code__, Library.helper.__code__}
+    assert students_own.__code__ not in codes  # the wrapper torch shares is not forbidden
+    assert _code_objects(Library.decode) == [inspect.unwrap(Library.decode).__code__]
+
+
 def isolated_pairs(nb: nbformat.NotebookNode, cells: list | None = None) -> list[tuple[str, str]]:
     """(solution cell, check cell) of every code exercise of ``nb`` that is not an experiment, read from ``cells``
     (the students' version's, which has the same cells in the same order) or from ``nb``'s own."""

@@ -78,7 +78,8 @@ _drawn_seed: ContextVar[int | None] = ContextVar("drawn_seed", default=None)
 
 def _code_objects(obj: object) -> list[CodeType]:
     """The code objects of a function, a method, or every function defined in a
-    class's body."""
+    class's body; each unwrapped, so that a decorator's wrapper (``torch.no_grad``'s
+    is shared by every function it decorates) is never taken for the library's."""
     obj = inspect.unwrap(obj) if callable(obj) else obj
     if inspect.isclass(obj):
         codes = []
@@ -86,6 +87,8 @@ def _code_objects(obj: object) -> list[CodeType]:
             member = getattr(member, "__func__", member)
             if isinstance(member, property):
                 member = member.fget
+            if callable(member) and not inspect.isclass(member):
+                member = inspect.unwrap(member)
             if inspect.isfunction(member):
                 codes.append(member.__code__)
         return codes

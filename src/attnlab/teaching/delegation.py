@@ -374,7 +374,9 @@ class _Reader:
         self.code(binding.node, env, local)
 
     def object(self, obj: Any) -> None:
-        if isinstance(obj, str):  # a module not installed here: import_module etc.
+        if isinstance(
+            obj, str
+        ):  # a module the grader has not imported: import_module etc.
             if obj.split(".")[0] in DYNAMIC_MODULES or obj == "sys.modules":
                 self.note(f"`{obj}`")
             return
