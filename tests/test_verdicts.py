@@ -381,3 +381,37 @@ def test_a_hello_that_is_not_plain_data_does_not_stop_the_grader():
                 connection.recv(1)  # the grader closes the channel without a verdict
         serve("ex-check", [("check_soft_lookup", (right_lookup,), {})])
     assert verdicts["ex-check"]["passed"]
+
+
+def test_each_grader_is_a_fork_of_one_process_and_ends_with_its_block():
+    from attnlab.teaching.verdicts import _Zygote
+
+    pids = []
+    for _ in range(2):
+        with grader(None, {"ex-check": ["check_soft_lookup"]}) as verdicts:
+            serve("ex-check", [("check_soft_lookup", (right_lookup,), {})])
+            zygote = _Zygote.process
+            pids.append(max(int(p) for p in _children(zygote.pid)))
+        assert verdicts["ex-check"]["passed"]
+        assert str(pids[-1]) not in _children(zygote.pid)  # killed and reaped
+    assert _Zygote.process is zygote and zygote.poll() is None and pids[0] != pids[1]
+
+
+def test_the_graders_process_ends_with_the_grading_process():
+    import subprocess
+
+    code = (
+        "from attnlab.teaching.verdicts import grader, _Zygote\n"
+        "with grader(None, {}):\n"
+        "    print(_Zygote.process.pid, flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert not Path(f"/proc/{int(done.stdout)}").exists()
+
+
+def _children(pid: int) -> list[str]:
+    """The pids of the processes ``pid`` started (Linux)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return path.read_text().split()

@@ -4,13 +4,15 @@
     python -m attnlab.teaching.verdicts SOCKET PLAN VERDICTS
 
 ``python -m attnlab.grading`` starts one for each submission before nbgrader runs
-the notebook. It listens on the Unix socket ``SOCKET``; the hidden tests of each
-check cell (:func:`attnlab.teaching.channel.serve`) connect, hand over the
-notebook's functions, and answer the grader's calls of them through the channel of
-plain data. The checks, their fresh inputs, their references and their comparisons
-run here, where nothing the notebook patches (torch, NumPy, builtins, the import
-system, ``attnlab``) or inspects (frames, profilers) can reach them. ``PLAN`` (JSON)
-maps the grade id of every check cell graded here to the names of its checks, as the
+the notebook: a fork of a process of its own that has imported torch and the checks
+once (:func:`zygote`), so that a grader starts in milliseconds. It listens on the
+Unix socket ``SOCKET``; the hidden tests of each check cell
+(:func:`attnlab.teaching.channel.serve`) connect, hand over the notebook's
+functions, and answer the grader's calls of them through the channel of plain data.
+The checks, their fresh inputs, their references and their comparisons run here,
+where nothing the notebook patches (torch, NumPy, builtins, the import system,
+``attnlab``) or inspects (frames, profilers) can reach them. ``PLAN`` (JSON) maps
+the grade id of every check cell graded here to the names of its checks, as the
 release has them; the verdicts are written to ``VERDICTS`` (JSON) after each cell:
 ``{grade_id: {"passed": bool, "message": str | None, "output": str, "complete":
 bool}}``. A check cell whose tests never connect, or whose channel breaks, has no
@@ -25,6 +27,7 @@ is a model); they still run in the notebook, verified by
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import functools
 import io
@@ -32,12 +35,13 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +62,6 @@ from attnlab.teaching.channel import (
 if TYPE_CHECKING:
     import nbformat
 
-STARTUP_SECONDS = 120  # the most the grader may take to import torch and start
 NOT_RUN = (
     "the graded tests of this cell did not run to the end, so the exercise earns"
     " no points"
@@ -211,14 +214,22 @@ def judge(connection: socket.socket, plan: dict[str, list[str]]) -> tuple[str, d
     return cell, verdict
 
 
-def serve(path: Path, plan: dict[str, list[str]], out: Path) -> None:
+def serve(
+    path: Path,
+    plan: dict[str, list[str]],
+    out: Path,
+    ready: Callable[[], None] | None = None,
+) -> None:
     """Listen on the Unix socket ``path``; judge each check cell that connects and
-    write all verdicts so far to ``out`` after each."""
+    write all verdicts so far to ``out`` after each. ``ready`` is called once the
+    socket listens."""
     torch.set_num_threads(1)
     verdicts: dict[str, dict] = {}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(str(path))
         server.listen()
+        if ready is not None:
+            ready()
         while True:
             connection, _ = server.accept()
             with connection:
@@ -237,6 +248,118 @@ def serve(path: Path, plan: dict[str, list[str]], out: Path) -> None:
                         send(connection, {"verdict": verdict["message"]})
 
 
+def _quiet() -> None:
+    """Nothing this process prints reaches a terminal or a pipe: standard input,
+    output and error are the null device."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    sys.stdin = open(os.devnull)  # noqa: SIM115
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+
+
+def zygote() -> None:
+    """Start graders on request, each a fork of this process, which has imported
+    torch and the checks once (a grader started afresh imports them in seconds).
+
+    Reads one JSON line per request from standard input and answers one on
+    standard output: ``{"socket", "plan", "out", "cwd", "environment"}`` forks a
+    grader (:func:`serve`) and answers ``{"pid"}`` once it listens (``{"pid":
+    null}`` if it died first); ``{"stop": pid}`` kills that grader and answers once
+    it has ended.
+    Ends, and its graders with it, when standard input closes (the grading process
+    ended)."""
+    requests, answers = sys.stdin, sys.stdout
+    graders: set[int] = set()
+    for line in requests:
+        request = json.loads(line)
+        if "stop" in request:
+            pid = request["stop"]
+            if pid in graders:
+                graders.discard(pid)
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            answer: dict[str, Any] = {"stopped": pid}
+        else:
+            listening, told = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the grader
+                os.close(listening)
+                try:
+                    _quiet()
+                    os.environ.clear()  # as if started now, from this process
+                    os.environ.update(request["environment"])
+                    os.chdir(request["cwd"])
+                    plan = json.loads(Path(request["plan"]).read_text())
+                    serve(
+                        Path(request["socket"]),
+                        plan,
+                        Path(request["out"]),
+                        ready=functools.partial(os.close, told),
+                    )
+                finally:
+                    os._exit(1)
+            os.close(told)
+            with os.fdopen(listening, "rb") as pipe:
+                pipe.read()  # returns once the grader listens (or ended)
+            graders.add(pid)
+            started = Path(request["socket"]).exists()
+            answer = {"pid": pid if started else None}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    for pid in graders:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+class _Zygote:
+    """This process's :func:`zygote`, started on first use (again if it ended)."""
+
+    process: subprocess.Popen | None = None
+    owner = 0  # the pid of the process that started it
+    lock = threading.Lock()
+
+    @classmethod
+    def ask(cls, request: dict[str, Any]) -> dict[str, Any]:
+        with cls.lock:
+            stale = cls.process is None or cls.owner != os.getpid()
+            if stale or cls.process.poll() is not None:
+                cls.process = subprocess.Popen(
+                    [sys.executable, "-I", "-m", __name__, "--zygote"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+                cls.owner = os.getpid()
+                atexit.register(cls.close, cls.process)
+            assert cls.process.stdin is not None and cls.process.stdout is not None
+            try:
+                cls.process.stdin.write(json.dumps(request) + "\n")
+                cls.process.stdin.flush()
+                answer = cls.process.stdout.readline()
+            except OSError:
+                answer = ""
+            if not answer:
+                cls.process.kill()
+                cls.process.wait()
+                raise RuntimeError("the grader process did not start")
+            return json.loads(answer)
+
+    @staticmethod
+    def close(process: subprocess.Popen) -> None:
+        """End ``process`` as the grading process ends: its graders end with it."""
+        if process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @contextlib.contextmanager
 def grader(
     folder: Path | None, cells: dict[str, list[str]]
@@ -251,16 +374,15 @@ def grader(
     path = folder / f"grader-{secrets.token_hex(4)}"
     plan_path, out = private / "plan.json", private / "verdicts.json"
     plan_path.write_text(json.dumps(cells))
-    command = [sys.executable, "-I", "-m", __name__, str(path), str(plan_path)]
-    process = subprocess.Popen([*command, str(out)], cwd=private)
     previous = os.environ.get(SOCKET_VARIABLE)
     verdicts: dict[str, dict] = {}
+    pid = None
     try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while not path.exists():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the grader process did not start")
-            time.sleep(0.05)
+        request = {"socket": path, "plan": plan_path, "out": out, "cwd": private}
+        request = {k: str(v) for k, v in request.items()}
+        pid = _Zygote.ask({**request, "environment": dict(os.environ)})["pid"]
+        if pid is None:
+            raise RuntimeError("the grader process did not start")
         os.environ[SOCKET_VARIABLE] = str(path)
         yield verdicts
     finally:
@@ -268,8 +390,8 @@ def grader(
             os.environ.pop(SOCKET_VARIABLE, None)
         else:
             os.environ[SOCKET_VARIABLE] = previous
-        process.kill()
-        process.wait()
+        if pid is not None:
+            _Zygote.ask({"stop": pid})
         if out.exists():
             verdicts.update(json.loads(out.read_text()))
         path.unlink(missing_ok=True)
@@ -281,10 +403,16 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m attnlab.teaching.verdicts",
         description=__doc__.splitlines()[0],
     )
-    parser.add_argument("socket", type=Path)
-    parser.add_argument("plan", type=Path)
-    parser.add_argument("verdicts", type=Path)
+    parser.add_argument("--zygote", action="store_true", help=zygote.__doc__)
+    parser.add_argument("socket", type=Path, nargs="?")
+    parser.add_argument("plan", type=Path, nargs="?")
+    parser.add_argument("verdicts", type=Path, nargs="?")
     args = parser.parse_args(argv)
+    if args.zygote:
+        zygote()
+        return
+    if args.verdicts is None:
+        parser.error("give SOCKET PLAN VERDICTS, or --zygote")
     # nothing a check prints outside a cell's verdict reaches a terminal
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     serve(args.socket, json.loads(args.plan.read_text()), args.verdicts)
