@@ -28,7 +28,17 @@ from tests.test_exercises_hard_attention import (
     good_straight_through,
     straight_through_in_place,
 )
+from tests.test_exercises_pointer import feeds_start_vector
+from tests.test_exercises_pointer import good_greedy as good_pointer
 from tests.test_exercises_scoring import good_masked_softmax
+from tests.test_exercises_seq2seq import (
+    detached_steps,
+    feeds_predictions,
+    good_greedy,
+    good_loop,
+    greedy_variant,
+)
+from tests.test_exercises_transformer import good_decoder, pre_norm_decoder
 
 
 def right_lookup(query, keys, values):
@@ -160,7 +170,10 @@ def test_the_grader_process_does_not_import_the_notebook_format():
 
     code = "import sys, attnlab.teaching.verdicts; print(sorted(sys.modules))"
     loaded = subprocess.run(
-        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-I", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "'nbformat'" not in loaded and "'jsonschema'" not in loaded
 
@@ -349,6 +362,73 @@ def test_gradients_and_generators_cross_the_channel(judged_gradients, cell):
         assert named in verdict["message"]
 
 
+def delegated_decoder_layer(layer, x, memory, memory_mask):
+    mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+    return layer(x, memory, tgt_mask=mask, memory_key_padding_mask=memory_mask)[0]
+
+
+MODEL_CASES = {
+    # cell: (check, answer, what the message of a wrong answer names; None: passes)
+    "forcing-check": ("check_teacher_forcing", good_loop, None),
+    "forcing-predictions-check": (
+        "check_teacher_forcing",
+        feeds_predictions,
+        "own prediction",
+    ),
+    "forcing-detached-check": ("check_teacher_forcing", detached_steps, "gradient"),
+    "greedy-check": ("check_greedy_decode", good_greedy, None),
+    "greedy-early-check": (
+        "check_greedy_decode",
+        greedy_variant("stops-early"),
+        "as soon as one sentence has ended",
+    ),
+    "pointer-check": ("check_greedy_pointer", good_pointer, None),
+    "pointer-no-feedback-check": (
+        "check_greedy_pointer",
+        feeds_start_vector,
+        "choices differ",
+    ),
+    "layer-check": ("check_decoder_layer", good_decoder, None),
+    "layer-pre-norm-check": ("check_decoder_layer", pre_norm_decoder, "post-norm"),
+    "layer-delegated-check": (
+        "check_decoder_layer",
+        delegated_decoder_layer,
+        "library's own version",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def judged_models():
+    cells = {cell: [check] for cell, (check, _, _) in MODEL_CASES.items()}
+    with grader(None, cells) as verdicts:
+        for cell, (check, answer, _) in MODEL_CASES.items():
+            with contextlib.suppress(ExerciseError):
+                serve(cell, [(check, (answer,), {})])
+    return verdicts
+
+
+@pytest.mark.parametrize("cell", list(MODEL_CASES))
+def test_models_the_grader_built_cross_to_the_notebook(judged_models, cell):
+    """A model the check built reaches the notebook's answer as a copy, and the
+    gradient of the answer's result reaches the grader's model."""
+    verdict, named = judged_models[cell], MODEL_CASES[cell][2]
+    assert verdict["complete"]
+    assert verdict["passed"] == (named is None), verdict["message"]
+    if named is not None:
+        assert named in verdict["message"]
+
+
+def test_only_the_notebook_reads_a_pickled_model():
+    model = torch.nn.Linear(2, 3)
+    sent = encode([model, torch.ones(2)], objects=True)
+    with pytest.raises(ChannelError, match="not plain data"):
+        decode(sent)
+    copy, ones = decode(sent, objects=True)
+    assert copy is not model and torch.equal(copy.weight, model.weight)
+    assert torch.equal(ones, torch.ones(2))
+
+
 def test_the_instructors_page_names_the_exercises_judged_in_the_notebook():
     root = Path(__file__).resolve().parents[1]
     chapters = []
@@ -363,7 +443,9 @@ def test_the_instructors_page_names_the_exercises_judged_in_the_notebook():
     section = page[page.index("(instructors-grader)=") : page.index("## Points")]
     words = ["Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten"]
     words += ["Eleven", "Twelve", "Thirteen", "Fourteen", "Fifteen"]
-    assert f"{words[len(chapters) - 2]} exercises hand the student's code" in section
+    assert (
+        f"{words[len(chapters) - 2]} exercises are checked on something" in section
+    )
     for chapter in sorted(set(chapters)):
         assert f"chapter {chapter}'s" in section
 

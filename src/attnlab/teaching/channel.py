@@ -9,12 +9,14 @@ and then only answers its requests: "call your function number ``i`` with these
 inputs", sending back what it returned. The inputs are drawn, the references
 computed and the verdict reached in the grader.
 
-Only plain data crosses: ``None``, booleans, numbers, strings, lists, tuples,
-dictionaries with string keys, and tensors and NumPy arrays as their raw numbers
-(dtype, shape, bytes); a function of the notebook travels as a number that names it.
-No pickle, no object of the notebook's classes: whatever the notebook sends, the
-grader decodes it into new plain values (:func:`decode`). Each message is one JSON
-document after its length (4 bytes, big-endian).
+Only plain data crosses from the notebook: ``None``, booleans, numbers, strings,
+lists, tuples, dictionaries with string keys, and tensors and NumPy arrays as their
+raw numbers (dtype, shape, bytes); a function of the notebook travels as a number
+that names it. No pickle, no object of the notebook's classes: whatever the notebook
+sends, the grader decodes it into new plain values (:func:`decode`). The other way,
+an input the grader built that is not plain data (a model of the library's classes
+with the check's weights) travels pickled: the notebook trusts its grader, never the
+reverse. Each message is one JSON document after its length (4 bytes, big-endian).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import base64
 import inspect
 import json
 import os
+import pickle
 import socket
 import struct
 from collections.abc import Callable, Sequence
@@ -47,13 +50,11 @@ DTYPES = {
 }
 
 
-# checks whose arguments or whose answers' results are not plain data
+# checks handed what the notebook built that is not plain data (a trained model, a
+# class, an experiment), or whose answers' results are not plain data
 IN_NOTEBOOK = frozenset(
     {
-        "check_teacher_forcing",
-        "check_greedy_decode",
         "check_source_reversal",
-        "check_greedy_pointer",
         "check_window_mass",
         "check_query_training",
         "check_sort_length",
@@ -63,7 +64,6 @@ IN_NOTEBOOK = frozenset(
         "check_head_experiment",
         "check_learned_positions",
         "check_norm_experiment",
-        "check_decoder_layer",
     }
 )
 
@@ -84,10 +84,13 @@ class ChannelError(ValueError):
 # --- plain data ---
 
 
-def encode(value: Any, functions: list[Callable] | None = None) -> Any:
+def encode(
+    value: Any, functions: list[Callable] | None = None, objects: bool = False
+) -> Any:
     """``value`` as JSON-ready plain data. A callable is added to ``functions`` and
     sent as its index there (with its parameters' names); without ``functions``, a
-    callable is refused. Raises :class:`ChannelError` for anything else."""
+    callable is refused. With ``objects`` (the grader's side only), anything else is
+    sent pickled; without, it raises :class:`ChannelError`."""
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int | float) and not isinstance(value, np.generic):
@@ -114,15 +117,22 @@ def encode(value: Any, functions: list[Callable] | None = None) -> Any:
         key = "$array" if isinstance(value, np.ndarray) else "$scalar"
         return {key: [name, list(array.shape), data]}
     if isinstance(value, list | tuple | torch.Size):
-        items = [encode(item, functions) for item in value]
+        items = [encode(item, functions, objects) for item in value]
         return items if type(value) is list else {"$tuple": items}
     if isinstance(value, dict):
         if not all(type(key) is str for key in value):
             raise ChannelError("only dictionaries with string keys can be sent")
-        return {"$dict": {k: encode(v, functions) for k, v in value.items()}}
+        return {
+            "$dict": {k: encode(v, functions, objects) for k, v in value.items()}
+        }
     if callable(value) and not inspect.isclass(value) and functions is not None:
         functions.append(value)
         return {"$function": [len(functions) - 1, _parameters(value)]}
+    if objects:
+        try:
+            return {"$object": base64.b64encode(pickle.dumps(value)).decode()}
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            raise ChannelError(f"a {type(value).__name__} cannot be sent") from exc
     raise ChannelError(f"a {type(value).__name__} cannot be sent")
 
 
@@ -143,14 +153,17 @@ def _parameters(fn: Callable) -> list[str]:
 
 
 def decode(
-    data: Any, function: Callable[[int, list[str]], Any] | None = None
+    data: Any,
+    function: Callable[[int, list[str]], Any] | None = None,
+    objects: bool = False,
 ) -> Any:
     """The plain values that :func:`encode` sent, made afresh. ``function(index,
-    parameters)`` stands in for a sent function (refused without it)."""
+    parameters)`` stands in for a sent function (refused without it); a pickled
+    object is refused unless ``objects`` (the notebook, reading its grader)."""
     if data is None or type(data) in (bool, int, float, str):
         return data
     if type(data) is list:
-        return [decode(item, function) for item in data]
+        return [decode(item, function, objects) for item in data]
     if type(data) is not dict or len(data) != 1:
         raise ChannelError(f"not plain data: {type(data).__name__}")
     ((key, body),) = data.items()
@@ -167,9 +180,11 @@ def decode(
             raise ChannelError("a malformed generator") from None
         return generator
     if key == "$tuple" and type(body) is list:
-        return tuple(decode(item, function) for item in body)
+        return tuple(decode(item, function, objects) for item in body)
     if key == "$dict" and type(body) is dict:
-        return {str(k): decode(v, function) for k, v in body.items()}
+        return {str(k): decode(v, function, objects) for k, v in body.items()}
+    if key == "$object" and objects and type(body) is str:
+        return pickle.loads(base64.b64decode(body, validate=True))
     if key == "$function" and function is not None and _is_function(body):
         return function(body[0], [str(name) for name in body[1]])
     raise ChannelError(f"not plain data: {key!r}")
@@ -207,6 +222,21 @@ def _decode_numbers(key: str, body: Any) -> Any:
     if grad and not tensor.is_floating_point():
         raise ChannelError(f"a {name} tensor cannot require a gradient")
     return tensor.requires_grad_(grad)
+
+
+def graph_inputs(value: Any) -> list[torch.Tensor]:
+    """The tensors in ``value`` that require a gradient, the parameters of the
+    models in it included, in order: the inputs of a call's backward pass, found
+    alike on both sides of the channel."""
+    if isinstance(value, torch.nn.Module):
+        return [p for p in value.parameters() if p.requires_grad]
+    if isinstance(value, torch.Tensor):
+        return [value] if value.requires_grad else []
+    if isinstance(value, list | tuple):
+        return [t for item in value for t in graph_inputs(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in graph_inputs(item)]
+    return []
 
 
 def replace_tensors(value: Any, new: dict[int, torch.Tensor]) -> Any:
@@ -358,11 +388,11 @@ def _answer(
 
     try:
         fn = functions[request["function"]]
-        args = decode(request["args"])
-        kwargs = decode(request["kwargs"])
+        args = decode(request["args"], objects=True)
+        kwargs = decode(request["kwargs"], objects=True)
         with checking(checks[request["check"]]):
             value = call(fn, request["name"], *args, **kwargs)
-        inputs = [t for t in tensors((args, kwargs)) if t.requires_grad]
+        inputs = graph_inputs((args, kwargs))
         outputs = [t for t in tensors(value) if t.requires_grad]
         graphs[int(request["id"])] = (inputs, outputs)
         return {"value": encode(value)}

@@ -18,8 +18,10 @@ release has them; the verdicts are written to ``VERDICTS`` (JSON) after each cel
 bool}}``. A check cell whose tests never connect, or whose channel breaks, has no
 passing verdict and earns nothing.
 
-The checks listed in :data:`attnlab.teaching.channel.IN_NOTEBOOK` hand the answer
-objects that are not plain data (a model, a class, a training function whose result
+A model a check builds for the answer to work on crosses to the notebook pickled
+(the notebook trusts its grader; the grader never reads a pickle). The checks listed
+in :data:`attnlab.teaching.channel.IN_NOTEBOOK` are handed what the notebook built
+that is not plain data (a trained model, a class, a training function whose result
 is a model); they still run in the notebook, verified by
 :func:`attnlab.exercises._integrity.graded`.
 """
@@ -54,6 +56,7 @@ from attnlab.teaching.channel import (
     decode,
     encode,
     graded_here,
+    graph_inputs,
     receive,
     replace_tensors,
     send,
@@ -114,8 +117,8 @@ class NotebookFunction(RemoteAnswer):
             "id": self.calls,
             "check": info.name if info is not None else "",
             "name": name,
-            "args": encode(list(args)),
-            "kwargs": encode(dict(kwargs)),
+            "args": encode(list(args), objects=True),
+            "kwargs": encode(dict(kwargs), objects=True),
         }
         try:
             value = decode(self.exchange(request)["value"])
@@ -123,7 +126,7 @@ class NotebookFunction(RemoteAnswer):
             raise ChannelBroken(str(exc)) from None
         # outputs that carry a gradient: connected to the inputs that require one,
         # their backward pass computed by the notebook
-        inputs = [t for t in tensors((args, kwargs)) if t.requires_grad]
+        inputs = graph_inputs((args, kwargs))
         outputs = [t for t in tensors(value) if t.requires_grad]
         if not (inputs and outputs):
             return value
