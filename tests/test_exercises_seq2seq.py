@@ -244,6 +244,12 @@ def reverses_in_place(reverse, steps, test_batch):
     return reversal_run(False, steps, test_batch)
 
 
+def reverses_by_assignment(reverse, steps, test_batch):
+    if reverse:
+        test_batch.src = reverse_source(test_batch).src
+    return reversal_run(False, steps, test_batch)
+
+
 def delegates_the_reversal(reverse, steps, test_batch):
     """Reverses with the library's record command instead of writing the reversal."""
     from attnlab.experiments.encoder_decoder import backwards
@@ -266,14 +272,15 @@ def delegates_the_reversal(reverse, steps, test_batch):
         (lambda r, s, b: reversal_run(r, s, b)[::2], "triple"),
         (lambda r, s, b: reversal_run(r, s + 1, b), "its history has 3"),
         (lambda r, s, b: (*reversal_run(r, s, b)[:2], reversal_run(r, s, b)[1].loss[-1]), "last training batch"),
-        (reverses_in_place, "in place"),
+        (reverses_in_place, "changed its input `test_batch` in place"),
+        (reverses_by_assignment, "changed its input `test_batch` in place"),
         (lambda r, s, b: reversal_run(r, s, b, number=lambda t: checks._reference_sequence_loss(
             torch.zeros(1, 1, 2), torch.zeros(1, 1, dtype=torch.long), 1)), "the library's own version"),
         (delegates_the_reversal, "the library's own version"),
         (stub, "not implemented yet"),
     ],
     ids=["test-not-reversed", "always-reversed", "bidirectional", "pair", "steps", "training-loss", "in-place",
-         "reference", "delegates", "stub"],
+         "field-replaced", "reference", "delegates", "stub"],
 )
 def test_source_reversal_rejects_typical_mistakes(wrong, message):
     with pytest.raises(ExerciseError, match=message):

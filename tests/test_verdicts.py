@@ -1,6 +1,10 @@
 """The grader judges in a process of its own, through a channel of plain data."""
 
+import base64
 import contextlib
+import copy
+import io
+import json
 import math
 import os
 import sys
@@ -13,6 +17,10 @@ import torch
 
 from attnlab.exercises import ExerciseError
 from attnlab.exercises._integrity import TAMPERED
+from attnlab.luong import LuongDecoder
+from attnlab.pointer import PointerNet
+from attnlab.tasks.geometry import tsp_data
+from attnlab.tasks.translation import build_model, examples_per_length, make_batch
 from attnlab.teaching.channel import (
     SOCKET_VARIABLE,
     ChannelError,
@@ -28,7 +36,15 @@ from tests.test_exercises_hard_attention import (
     good_straight_through,
     straight_through_in_place,
 )
-from tests.test_exercises_pointer import feeds_start_vector
+from tests.test_exercises_luong import (
+    good_window_mass,
+    window_mass_variant,
+)
+from tests.test_exercises_pointer import (
+    feeds_start_vector,
+    good_beam_gaps,
+    good_sort_at_length,
+)
 from tests.test_exercises_pointer import good_greedy as good_pointer
 from tests.test_exercises_scoring import good_masked_softmax
 from tests.test_exercises_seq2seq import (
@@ -37,6 +53,8 @@ from tests.test_exercises_seq2seq import (
     good_greedy,
     good_loop,
     greedy_variant,
+    reversal_run,
+    reverses_by_assignment,
 )
 from tests.test_exercises_transformer import good_decoder, pre_norm_decoder
 
@@ -111,13 +129,17 @@ def test_a_sent_function_is_a_number_and_its_parameters():
     ]
 
 
+class Tagger(torch.nn.Module):
+    """A model of the notebook's own: its code would run in the grader."""
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
         (object(), "object cannot be sent"),
         (right_lookup, "function cannot be sent"),
-        (torch.nn.Linear(2, 2), "Linear cannot be sent"),
-        ({1: 2}, "string keys"),
+        (Tagger(), "Tagger cannot be sent"),
+        ({(1, 2): 3}, "number or string keys"),
         (torch.ones(2, dtype=torch.complex64), "complex64"),
     ],
 )
@@ -152,14 +174,14 @@ def test_the_plan_holds_the_release_s_check_cells_judged_by_the_grader():
     release.cells = [
         cell("ex-a", "def f(): ..."),
         cell("ex-a-check", "check_soft_lookup(soft_lookup)\nprint(1)"),
-        cell("ex-b-check", "check_norm_experiment(norm_experiment, steps=3)"),
+        cell("ex-b-check", "check_learned_positions(LearnedPositions)"),
         nbformat.v4.new_markdown_cell("check_x(y)"),
     ]
     assert check_calls("x = 1\ncheck_a(f)\ncheck_b(f, g)\nprint(2)") == [
         "check_a",
         "check_b",
     ]
-    # a check handed a training function whose result is a model stays in the notebook
+    # a check handed a class the student writes stays in the notebook
     assert plan(release) == {"ex-a-check": ["check_soft_lookup"]}
 
 
@@ -416,6 +438,112 @@ def test_models_the_grader_built_cross_to_the_notebook(judged_models, cell):
     assert verdict["complete"]
     assert verdict["passed"] == (named is None), verdict["message"]
     if named is not None:
+        assert named in verdict["message"]
+
+
+def test_a_library_model_crosses_as_weights_read_by_torch_s_restricted_loader():
+    torch.manual_seed(0)
+    model = PointerNet(d_input=1, d_hidden=8)
+    batch = make_batch(examples_per_length(1, 5, 6, seed=0))
+    sent = encode({"model": model, "batch": batch, 3: torch.nn.Linear(2, 2)})
+    assert "$torch" in json.dumps(sent) and "$object" not in json.dumps(sent)
+    got = decode(sent)
+    assert type(got["model"]) is PointerNet and got["model"] is not model
+    inputs = torch.rand(4, 5, 1)
+    assert torch.equal(
+        got["model"].greedy(inputs).indices, model.greedy(inputs).indices
+    )
+    assert (
+        torch.equal(got["batch"].src, batch.src) and type(got[3]) is torch.nn.Linear
+    )
+
+
+def replaced_method(model):
+    # a class the loader may make, in place of the method the check calls
+    object.__setattr__(model, "greedy", torch.nn.Identity)
+
+
+def with_hook(model):
+    model.register_forward_hook(print)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [(replaced_method, "'greedy' was replaced"), (with_hook, "cannot be sent")],
+    ids=["method", "hook"],
+)
+def test_a_model_with_code_of_the_notebook_is_not_received(change, message):
+    model = PointerNet(d_input=1, d_hidden=8)
+    change(model)
+    with pytest.raises(ChannelError, match=message):
+        decode(encode(model))
+
+
+def test_a_class_outside_the_library_is_not_loaded():
+    saved = io.BytesIO()
+    torch.save([Tagger()], saved)
+    body = base64.b64encode(saved.getvalue()).decode()
+    with pytest.raises(ChannelError, match="Tagger cannot be sent"):
+        decode({"$torch": body})
+    with pytest.raises(ChannelError, match="malformed"):
+        decode({"$torch": base64.b64encode(b"not a model").decode()})
+
+
+NOTEBOOK_MODEL_CASES = {
+    # cell: (check, arguments after the answer's, what a wrong answer's message
+    # names; None: passes; "" no verdict)
+    "mass-check": ("check_window_mass", good_window_mass, None),
+    "mass-narrow-check": (
+        "check_window_mass",
+        window_mass_variant(narrow=True),
+        "both ends included",
+    ),
+    "sort-check": ("check_sort_length", good_sort_at_length, None),
+    "sort-hooked-check": ("check_sort_length", good_sort_at_length, ""),
+    "gaps-check": ("check_beam_gaps", good_beam_gaps, None),
+    "reversal-check": ("check_source_reversal", reversal_run, None),
+    "reversal-in-place-check": (
+        "check_source_reversal",
+        reverses_by_assignment,
+        "changed its input `test_batch` in place",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def judged_notebook_models():
+    torch.manual_seed(0)
+    options = {"score": "dot", "input_feeding": False}
+    luong = build_model(LuongDecoder, embed_size=8, hidden_size=8, **options)
+    sorter, tsp_model = PointerNet(d_input=1, d_hidden=16), PointerNet(2, 16)
+    hooked = copy.deepcopy(sorter)
+    hooked.register_forward_hook(print)  # code of the notebook, run by the grader
+    given = {
+        "check_window_mass": (luong, examples_per_length(1, 5, 14, seed=3)),
+        "check_sort_length": (sorter,),
+        "check_beam_gaps": (tsp_model, *tsp_data(40, 7, torch.Generator())),
+        "check_source_reversal": (),
+    }
+    cells = {cell: [check] for cell, (check, _, _) in NOTEBOOK_MODEL_CASES.items()}
+    with grader(None, cells) as verdicts:
+        for cell, (check, answer, _) in NOTEBOOK_MODEL_CASES.items():
+            arguments = (hooked,) if cell == "sort-hooked-check" else given[check]
+            with contextlib.suppress(ExerciseError):
+                serve(cell, [(check, (answer, *arguments), {})])
+    return verdicts
+
+
+@pytest.mark.parametrize("cell", list(NOTEBOOK_MODEL_CASES))
+def test_the_notebook_s_trained_models_and_batches_reach_the_grader(
+    judged_notebook_models, cell
+):
+    """The grader judges checks handed the notebook's trained model, test examples
+    or batch, and answers that return a model; a model that carries the notebook's
+    code (a hook) earns no verdict."""
+    verdict, named = judged_notebook_models[cell], NOTEBOOK_MODEL_CASES[cell][2]
+    assert verdict["complete"] == (named != ""), verdict["message"]
+    assert verdict["passed"] == (named is None), verdict["message"]
+    if named:
         assert named in verdict["message"]
 
 

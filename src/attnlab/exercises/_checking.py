@@ -18,6 +18,7 @@ A check is a function decorated with :func:`exercise_check`. The decorator
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import numbers
@@ -208,10 +209,13 @@ def _argument_names(
 
 
 def tensors(value: Any) -> list[torch.Tensor]:
-    """The tensors in ``value`` (nested lists, tuples and dictionaries), in
-    order."""
+    """The tensors in ``value`` (nested lists, tuples, dictionaries and
+    dataclasses), in order."""
     if isinstance(value, torch.Tensor):
         return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return [t for field in fields for t in tensors(getattr(value, field.name))]
     if isinstance(value, list | tuple):
         return [t for item in value for t in tensors(item)]
     if isinstance(value, dict):
@@ -289,6 +293,11 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
         for arg_name, value in named
         for t in tensors(value)
     ]
+    held = [  # a batch (a dataclass) whose fields the answer must not rebind
+        (arg, value, list(map(id, tensors(value))))
+        for arg, value in named
+        if dataclasses.is_dataclass(value)
+    ]
     try:
         out = _invoke(fn, args, kwargs, profiler)
     except NotImplementedError:
@@ -314,15 +323,24 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
             " exercise asks you to write. Write the computation yourself with torch"
             " operations."
         )
-    for arg_name, tensor, copy in before:
-        if tensor.shape != copy.shape or not torch.equal(
-            torch.nan_to_num(tensor.detach()), torch.nan_to_num(copy)
-        ):
-            raise ExerciseError(
-                f"{name} changed its input `{arg_name}` in place (with an operation"
-                " such as `+=`, `x[...] = ...` or `x.mul_(...)`): leave the inputs"
-                " as they are and compute new tensors instead."
-            )
+    changed = [
+        arg_name
+        for arg_name, tensor, copy in before
+        if tensor.shape != copy.shape
+        or not torch.equal(torch.nan_to_num(tensor.detach()), torch.nan_to_num(copy))
+    ]
+    changed += [
+        arg_name
+        for arg_name, value, ids in held
+        if list(map(id, tensors(value))) != ids
+    ]
+    if changed:
+        raise ExerciseError(
+            f"{name} changed its input `{changed[0]}` in place (with an operation"
+            " such as `+=`, `x[...] = ...`, `x.mul_(...)` or `batch.src = ...`):"
+            " leave the inputs as they are and compute new tensors (or a new batch,"
+            " with dataclasses.replace) instead."
+        )
     return out
 
 

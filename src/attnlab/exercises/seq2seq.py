@@ -535,17 +535,9 @@ def check_source_reversal(reversal_run: Callable, seed: int | None = 0) -> None:
     test_batch = make_batch(examples_per_length(1, 5, 16, seed=_seed_from(gen)))
     steps = 2
     for reverse in (True, False):
-        given = copy.deepcopy(test_batch)
+        given = copy.deepcopy(test_batch)  # call() rejects changing it in place
         with _random_state_kept():
             out = call(reversal_run, name, reverse, steps, given)
-        if not torch.equal(given.src, test_batch.src) or not torch.equal(
-            given.tgt, test_batch.tgt
-        ):
-            raise ExerciseError(
-                f"{name} changed test_batch in place: build a new batch with the"
-                " reversed source (e.g. dataclasses.replace(batch, src=...)) and"
-                " leave the given one alone"
-            )
         model, history, measured = _unpack_run(name, out, steps)
         what = f"with reverse={reverse}"
         if model.encoder.bidirectional:

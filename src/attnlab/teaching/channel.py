@@ -10,24 +10,31 @@ inputs", sending back what it returned. The inputs are drawn, the references
 computed and the verdict reached in the grader.
 
 Only plain data crosses from the notebook: ``None``, booleans, numbers, strings,
-lists, tuples, dictionaries with string keys, and tensors and NumPy arrays as their
-raw numbers (dtype, shape, bytes); a function of the notebook travels as a number
-that names it. No pickle, no object of the notebook's classes: whatever the notebook
-sends, the grader decodes it into new plain values (:func:`decode`). The other way,
-an input the grader built that is not plain data (a model of the library's classes
-with the check's weights) travels pickled: the notebook trusts its grader, never the
-reverse. Each message is one JSON document after its length (4 bytes, big-endian).
+lists, tuples, dictionaries with number or string keys, and tensors and NumPy arrays
+as their raw numbers (dtype, shape, bytes); a function of the notebook travels as a
+number that names it. A model or a record of the library (a trained network, a
+batch, a training history) crosses in torch's weights-only format, which the grader
+reads with torch's restricted loader: tensors, plain values and the library's own
+classes (whose code is the grader's), no hooks, no attribute that hides a method. No
+pickle, no object of the notebook's own classes: whatever the notebook sends, the
+grader decodes it into new values (:func:`decode`). The other way, an input the
+grader built that is not plain data (a model with the check's weights) travels
+pickled: the notebook trusts its grader, never the reverse. Each message is one JSON
+document after its length (4 bytes, big-endian).
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import inspect
+import io
 import json
 import os
 import pickle
 import socket
 import struct
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +43,8 @@ import torch
 
 SOCKET_VARIABLE = "ATTNLAB_GRADER_SOCKET"  # where the grader listens, if it does
 MOST_BYTES = 256 * 2**20  # the largest message either side accepts
+KEYS = (int, float, str)  # the keys a dictionary sent may have
+SCORES = "attnlab.attention"  # its functions (pure tensor maths) a model may hold
 DTYPES = {
     "float16": (torch.float16, np.float16),
     "bfloat16": (torch.bfloat16, None),
@@ -50,20 +59,14 @@ DTYPES = {
 }
 
 
-# checks handed what the notebook built that is not plain data (a trained model, a
-# class, an experiment), or whose answers' results are not plain data
+# checks handed what the notebook built that is neither plain data nor a model or
+# record of the library (a class the notebook defines, a SoftDict)
 IN_NOTEBOOK = frozenset(
     {
-        "check_source_reversal",
-        "check_window_mass",
         "check_query_training",
-        "check_sort_length",
-        "check_beam_gaps",
-        "check_hidden_units_experiment",
-        "check_scaled_simple_decoder",
         "check_head_experiment",
+        "check_scaled_simple_decoder",
         "check_learned_positions",
-        "check_norm_experiment",
     }
 )
 
@@ -116,14 +119,27 @@ def encode(
         data = base64.b64encode(array.tobytes(order="C")).decode()
         key = "$array" if isinstance(value, np.ndarray) else "$scalar"
         return {key: [name, list(array.shape), data]}
+    if not objects and library_class(type(value)):
+        buffer = io.BytesIO()
+        torch.save(value, buffer)
+        return {"$torch": base64.b64encode(buffer.getvalue()).decode()}
     if isinstance(value, list | tuple | torch.Size):
         items = [encode(item, functions, objects) for item in value]
         return items if type(value) is list else {"$tuple": items}
     if isinstance(value, dict):
-        if not all(type(key) is str for key in value):
-            raise ChannelError("only dictionaries with string keys can be sent")
+        if all(type(key) is str for key in value):
+            return {
+                "$dict": {k: encode(v, functions, objects) for k, v in value.items()}
+            }
+        if not all(type(key) in KEYS for key in value):
+            raise ChannelError(
+                "only dictionaries with number or string keys can be sent"
+            )
         return {
-            "$dict": {k: encode(v, functions, objects) for k, v in value.items()}
+            "$items": [
+                [key, encode(item, functions, objects)]
+                for key, item in value.items()
+            ]
         }
     if callable(value) and not inspect.isclass(value) and functions is not None:
         functions.append(value)
@@ -181,13 +197,87 @@ def decode(
         return generator
     if key == "$tuple" and type(body) is list:
         return tuple(decode(item, function, objects) for item in body)
+    if key == "$items" and type(body) is list:
+        pairs = [
+            (pair[0], pair[1])
+            for pair in body
+            if type(pair) is list and len(pair) == 2
+        ]
+        if len(pairs) != len(body) or not all(type(k) in KEYS for k, _ in pairs):
+            raise ChannelError("a malformed dictionary")
+        return {k: decode(v, function, objects) for k, v in pairs}
     if key == "$dict" and type(body) is dict:
         return {str(k): decode(v, function, objects) for k, v in body.items()}
+    if key == "$torch" and type(body) is str:
+        return _loaded(base64.b64decode(body, validate=True))
     if key == "$object" and objects and type(body) is str:
         return pickle.loads(base64.b64decode(body, validate=True))
     if key == "$function" and function is not None and _is_function(body):
         return function(body[0], [str(name) for name in body[1]])
     raise ChannelError(f"not plain data: {key!r}")
+
+
+def library_class(kind: type) -> bool:
+    """Whether objects of class ``kind`` cross in torch's weights-only format: a
+    module of torch.nn or of the library, or a dataclass or named tuple of the
+    library (not of its checks or its grading)."""
+    module = getattr(kind, "__module__", None) or ""
+    ours = module.startswith("attnlab.") and not module.startswith(
+        ("attnlab.exercises", "attnlab.teaching")
+    )
+    if isinstance(kind, type) and issubclass(kind, torch.nn.Module):
+        return ours or module.startswith("torch.nn.modules.")
+    named_tuple = isinstance(kind, type) and issubclass(kind, tuple)
+    return ours and (
+        dataclasses.is_dataclass(kind) or (named_tuple and hasattr(kind, "_fields"))
+    )
+
+
+def _loaded(data: bytes) -> Any:
+    """What :func:`encode` saved in torch's weights-only format, read with torch's
+    restricted loader, which makes only tensors, plain values, the classes of
+    :func:`library_class` that this process has imported and the score functions
+    of :data:`SCORES`."""
+    serialization = torch.serialization
+    try:
+        names = serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(data))
+    except Exception:  # not torch's format
+        raise ChannelError("a malformed model") from None
+    classes = []
+    for name in names:
+        module, _, qualname = name.rpartition(".")
+        kind = getattr(sys.modules.get(module), qualname, None)
+        score = inspect.isfunction(kind) and kind.__module__ == SCORES
+        if not (score or (isinstance(kind, type) and library_class(kind))):
+            raise ChannelError(f"a {name} cannot be sent")
+        classes.append(kind)
+    try:
+        with serialization.safe_globals(classes):
+            value = torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as exc:
+        raise ChannelError(f"a model that cannot be read ({exc})") from None
+    _refuse_hidden_code(value)
+    return value
+
+
+def _refuse_hidden_code(value: Any) -> None:
+    """Refuse a loaded model with a hook, or with an attribute of its own that
+    stands in for one of its class's methods."""
+    if isinstance(value, torch.nn.Module):
+        for module in value.modules():
+            for key, item in vars(module).items():
+                hooks = key.endswith("hooks") and isinstance(item, dict) and item
+                if hooks or callable(getattr(type(module), key, None)):
+                    raise ChannelError(f"a model whose {key!r} was replaced")
+    elif dataclasses.is_dataclass(value):
+        for field in dataclasses.fields(value):
+            _refuse_hidden_code(getattr(value, field.name))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _refuse_hidden_code(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _refuse_hidden_code(item)
 
 
 def _is_function(body: Any) -> bool:
