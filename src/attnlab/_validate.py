@@ -76,9 +76,8 @@ def broadcast_batch(
     """Broadcast leading (batch) shapes, naming the arguments when they do not fit
     together."""
     first = tuple(shapes[0]) if shapes else ()
-    if all(
-        tuple(s) == first for s in shapes
-    ):  # the common case, without torch.broadcast_shapes' overhead
+    # the common case, without torch.broadcast_shapes' overhead
+    if all(tuple(s) == first for s in shapes):
         return first
     try:
         return tuple(torch.broadcast_shapes(*[torch.Size(s) for s in shapes]))

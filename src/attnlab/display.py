@@ -27,8 +27,7 @@ def glue(name: str, value: object, display: bool = False) -> None:
         from myst_nb import glue as myst_glue
     except ImportError:
         return
-    if hasattr(
-        value, "item"
-    ):  # a NumPy or 0-d torch number pastes as "0.97", not "np.float64(0.97)"
+    # a NumPy or 0-d torch number pastes as "0.97", not "np.float64(0.97)"
+    if hasattr(value, "item"):
         value = value.item()
     myst_glue(name, value, display=display)

@@ -149,9 +149,8 @@ class LuongDecoder(DecoderBase):
             hidden_size,
             batch_first=True,
         )
-        self.combine = nn.Linear(
-            context_size + hidden_size, hidden_size, bias=False
-        )  # W_c
+        # W_c
+        self.combine = nn.Linear(context_size + hidden_size, hidden_size, bias=False)
         self.out = nn.Linear(hidden_size, vocab_size)  # W_s
 
     def decode_init(self, encoded: Encoded) -> State:
@@ -229,9 +228,8 @@ class LuongDecoder(DecoderBase):
         inputs = self.embedding(x)
         if self.input_feeding:
             inputs = torch.cat([inputs, state["feed"]], dim=-1)
-        h, hidden = self.run_rnn(
-            state["hidden"], inputs[:, None]
-        )  # h: (B, 1, d_h), the current state h_t
+        # h: (B, 1, d_h), the current state h_t
+        h, hidden = self.run_rnn(state["hidden"], inputs[:, None])
         context, weights = self.attention(
             h, state, state.get("step", torch.zeros_like(x))[:, None]
         )
@@ -263,9 +261,8 @@ class LuongDecoder(DecoderBase):
             [torch.full((batch, 1), self.bos_id, dtype=torch.long), targets[:, :-1]],
             dim=1,
         )
-        h, _ = self.run_rnn(
-            state["hidden"], self.embedding(previous)
-        )  # every h_t at once: (B, T, d_h)
+        # every h_t at once: (B, T, d_h)
+        h, _ = self.run_rnn(state["hidden"], self.embedding(previous))
         context, weights = self.attention(
             h, state, torch.arange(steps).expand(batch, steps)
         )
@@ -317,9 +314,8 @@ def gather_positions(values: torch.Tensor, positions: torch.Tensor) -> torch.Ten
             f"values must hold at least one position, got {shape_of(values)}"
         )
     index = positions.clamp(0, values.shape[1] - 1).flatten(1)  # (B, n)
-    picked = values.gather(
-        1, index.unsqueeze(-1).expand(-1, -1, values.shape[-1])
-    )  # (B, n, d)
+    # (B, n, d)
+    picked = values.gather(1, index.unsqueeze(-1).expand(-1, -1, values.shape[-1]))
     return picked.view(*positions.shape, values.shape[-1])
 
 
@@ -463,17 +459,17 @@ class LocalAttentionDecoder(LuongDecoder):
             dense_weights,
         )
         if centre == "predictive":
+            # v_p^T tanh(W_p h_t)
             self.position = nn.Sequential(
                 nn.Linear(hidden_size, hidden_size),
                 nn.Tanh(),
                 nn.Linear(hidden_size, 1),
-            )  # v_p^T tanh(W_p h_t)
+            )
 
     def decode_init(self, encoded: Encoded) -> State:
         state = super().decode_init(encoded)
-        state["step"] = torch.zeros(
-            encoded.states.shape[0], dtype=torch.long
-        )  # t, for local-m
+        # t, for local-m
+        state["step"] = torch.zeros(encoded.states.shape[0], dtype=torch.long)
         state["lengths"] = encoded.mask.sum(-1)  # S of each sentence, counted once
         return state
 
@@ -512,9 +508,8 @@ class LocalAttentionDecoder(LuongDecoder):
         centre = self.centres(queries, state, steps)
         positions = window_positions(centre, self.half_width)  # (B, T, W)
         keys = gather_positions(state["memory"], positions)  # (B, T, W, d_enc)
-        inside = (positions >= 0) & (
-            positions < state["lengths"][:, None, None]
-        )  # real words (a prefix)
+        # real words (a prefix)
+        inside = (positions >= 0) & (positions < state["lengths"][:, None, None])
         projected = state.get("projected_keys")
         score = (
             self.score
@@ -523,9 +518,8 @@ class LocalAttentionDecoder(LuongDecoder):
                 self.score, projected_keys=gather_positions(projected, positions)
             )
         )
-        scores = score(queries[..., None, :], keys)[
-            ..., 0, :
-        ]  # one query against its own window: (B, T, W)
+        # one query against its own window: (B, T, W)
+        scores = score(queries[..., None, :], keys)[..., 0, :]
         weights = local_window(
             scores,
             centre,

@@ -178,9 +178,8 @@ def address(
 ) -> torch.Tensor:
     """One head's new weighting ``(batch, N)``: content focus, interpolation,
     circular shift, sharpening."""
-    w_content = content_addressing(
-        memory, key, beta
-    )  # where is the content like the key?
+    # where is the content like the key?
+    w_content = content_addressing(memory, key, beta)
     w_gated = interpolate(w_content, w_prev, gate)  # ... or stay where the head was?
     w_shifted = shift(w_gated, kernel)  # move (or blur) the focus by a few rows
     return sharpen(w_shifted, gamma)  # and undo the blur
@@ -277,9 +276,8 @@ class NTMState(NamedTuple):
     memory: torch.Tensor  # (batch, N, M)
     weights: torch.Tensor  # (batch, heads, N); head 0 reads, head 1 writes
     read: torch.Tensor  # (batch, M), the last read vector
-    controller: tuple[
-        torch.Tensor, torch.Tensor
-    ]  # LSTM (h, c), each (batch, hidden)
+    # LSTM (h, c), each (batch, hidden)
+    controller: tuple[torch.Tensor, torch.Tensor]
 
 
 class NTMTrace(NamedTuple):

@@ -101,9 +101,8 @@ class AddressHeads(torch.autograd.Function):
         d_dot = d_cosine * row_norm * key_norm
         # d(x^2 + eps)^(-1/2) / dx = -x (x^2 + eps)^(-3/2)
         d_row = (d_cosine * dot * key_norm).sum(1)  # (batch, N)
-        d_key_norm = (d_cosine * dot * row_norm).sum(
-            -1, keepdim=True
-        )  # (batch, H, 1)
+        # (batch, H, 1)
+        d_key_norm = (d_cosine * dot * row_norm).sum(-1, keepdim=True)
         d_memory = torch.bmm(d_dot.transpose(1, 2), key)
         d_memory = d_memory - memory * (d_row * row_norm.squeeze(1) ** 3).unsqueeze(
             -1

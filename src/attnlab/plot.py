@@ -416,10 +416,11 @@ def hulls(
     The legend gives each polygon's number of vertices and its area, or says that it
     crosses itself.
     """
+    # here: importing plot needs no tasks
     from attnlab.tasks.geometry import (
         is_simple_polygon,
         polygon_area,
-    )  # here: importing plot needs no tasks
+    )
 
     xy = _numpy(points).astype(float)
     if xy.ndim != 2 or xy.shape[1] != 2:

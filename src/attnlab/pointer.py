@@ -35,14 +35,12 @@ PAD = -1
 class Encoded(NamedTuple):
     """What the decoder needs from the encoder, computed once per input sequence."""
 
-    embedded: (
-        torch.Tensor
-    )  # (B, n, H): embedded inputs, fed back to the decoder after it points at one
+    # (B, n, H): embedded inputs, fed back to the decoder after it points at one
+    embedded: torch.Tensor
     keys: torch.Tensor  # (B, N, H): encoder states h_j (plus the end key)
     projected: torch.Tensor  # (B, N, H): W1 h_j + b, shared by every decoder step
-    state: tuple[
-        torch.Tensor, torch.Tensor
-    ]  # the encoder's final LSTM state, the decoder's initial state
+    # the encoder's final LSTM state, the decoder's initial state
+    state: tuple[torch.Tensor, torch.Tensor]
 
 
 class Decoded(NamedTuple):
@@ -50,9 +48,8 @@ class Decoded(NamedTuple):
 
     indices: torch.Tensor  # (B, T) chosen input positions (PAD after the end token)
     log_prob: torch.Tensor  # (B,) log-probability of the whole decoded sequence
-    probs: (
-        torch.Tensor
-    )  # (B, T, N) the pointer distribution of every step (zeros after the end)
+    # (B, T, N) the pointer distribution of every step (zeros after the end)
+    probs: torch.Tensor
 
 
 def masked_log_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
@@ -83,13 +80,13 @@ class PointerNet(nn.Module):
         self.embed = nn.Linear(d_input, d_hidden)
         self.encoder = nn.LSTM(d_hidden, d_hidden, batch_first=True)
         self.decoder = nn.LSTM(d_hidden, d_hidden, batch_first=True)
+        # W2 s_t, W1 h_j, v
         self.score = AdditiveScore(
             d_query=d_hidden, d_key=d_hidden, d_hidden=d_hidden
-        )  # W2 s_t, W1 h_j, v
+        )
         bound = d_hidden**-0.5
-        self.start = nn.Parameter(
-            torch.empty(d_hidden).uniform_(-bound, bound)
-        )  # the first decoder input
+        # the first decoder input
+        self.start = nn.Parameter(torch.empty(d_hidden).uniform_(-bound, bound))
         self.end_key = (
             nn.Parameter(torch.empty(d_hidden).uniform_(-bound, bound))
             if end_token
@@ -216,9 +213,8 @@ class PointerNet(nn.Module):
         picked &= (targets < n).unsqueeze(-1)
         chosen_before = (picked.cumsum(dim=1) - picked.long()) > 0  # (B, T, n)
         allowed = self._allowed_after(chosen_before)
-        allowed |= (targets == PAD).unsqueeze(
-            -1
-        )  # padded steps: any row that is finite
+        # padded steps: any row that is finite
+        allowed |= (targets == PAD).unsqueeze(-1)
         if not allowed.gather(2, targets.clamp(min=0).unsqueeze(-1)).all():
             raise ValueError(
                 "targets point at an input that an earlier step of the same sequence"

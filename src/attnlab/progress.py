@@ -78,9 +78,8 @@ def progress(total: int, desc: str, **kwargs) -> _std_tqdm | _Summary:
         return _Summary(total, desc, silent=True)
     if os.environ.get("ATTNLAB_PROGRESS") == "lines":
         return _Summary(total, desc)
-    if (
-        importlib.util.find_spec("ipywidgets") is not None
-    ):  # Jupyter and Colab: a live widget
+    # Jupyter and Colab: a live widget
+    if importlib.util.find_spec("ipywidgets") is not None:
         from tqdm.auto import tqdm as auto_tqdm
 
         return auto_tqdm(total=total, desc=desc, **kwargs)

@@ -530,9 +530,8 @@ def ntm_addressing(rows: int = 8) -> Figure:
     weighting (gate g) -> circular shift (kernel s) -> sharpening (gamma).
     """
     memory = torch.eye(rows, 4)[None] + 0.1
-    memory[0, 5] = memory[
-        0, 1
-    ]  # two rows match the key: content alone cannot decide
+    # two rows match the key: content alone cannot decide
+    memory[0, 5] = memory[0, 1]
     key = memory[0, 1][None]
     w_prev = torch.zeros(1, rows)
     w_prev[0, 4] = 1.0

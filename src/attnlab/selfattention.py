@@ -183,9 +183,8 @@ class MultiHeadAttention(nn.Module):
             n_heads,
             d_model // n_heads,
         )
-        self.query_proj = nn.Linear(
-            d_model, d_model, bias=bias
-        )  # W^Q of all heads, stacked
+        # W^Q of all heads, stacked
+        self.query_proj = nn.Linear(d_model, d_model, bias=bias)
         self.key_proj = nn.Linear(d_model, d_model, bias=bias)  # W^K
         self.value_proj = nn.Linear(d_model, d_model, bias=bias)  # W^V
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
@@ -277,9 +276,10 @@ class MultiHeadAttention(nn.Module):
                 (self.value_proj, value),
             ]
         )
+        # (B, h, Tq, d_head), (B, h, Tq, Tk)
         context, weights = attend(
             q, k, v, score=biased_score(attn_bias, self.n_heads), mask=mask
-        )  # (B, h, Tq, d_head), (B, h, Tq, Tk)
+        )
         output = self.out_proj(self.merge_heads(context))
         return output, weights.mean(1) if average_attn_weights else weights
 
@@ -350,9 +350,10 @@ def sinusoidal_positions(
     check_positive("d_model", d_model)
     check_positive("base", base)
     positions = torch.arange(length, dtype=torch.float32)[:, None]  # (length, 1)
+    # (ceil(d / 2),)
     frequencies = base ** (
         -torch.arange(0, d_model, 2, dtype=torch.float32) / d_model
-    )  # (ceil(d / 2),)
+    )
     angles = positions * frequencies  # (length, ceil(d / 2))
     return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)[:, :d_model]
 
@@ -393,10 +394,11 @@ class SelfAttentionLayer(nn.Module):
             average_attn_weights=False,
         )
         x = self.norm1(x + mixed)  # every position has looked at every other one
+        # then each position is transformed on its own
         return (
             self.norm2(x + self.feed_forward(x)),
             weights,
-        )  # then each position is transformed on its own
+        )
 
     @torch.no_grad()
     def load_torch_weights(

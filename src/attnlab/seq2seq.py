@@ -138,9 +138,8 @@ class Encoder(nn.Module):
         states, _ = nn.utils.rnn.pad_packed_sequence(
             outputs, batch_first=True, total_length=src.shape[1]
         )
-        h_n = (
-            last[0] if self.cell == "lstm" else last
-        )  # (directions, B, hidden); an LSTM's cell state stays inside
+        # (directions, B, hidden); an LSTM's cell state stays inside
+        h_n = last[0] if self.cell == "lstm" else last
         final = torch.cat(list(h_n), dim=-1)
         return Encoded(states, final, src_mask)
 
@@ -235,9 +234,8 @@ class DecoderBase(nn.Module):
             if targets is not None:
                 x = targets[:, t]  # training: teacher forcing feeds the correct word
             else:
-                x = self.choose(step_logits).argmax(
-                    -1
-                )  # inference: the prediction becomes the next input
+                # inference: the prediction becomes the next input
+                x = self.choose(step_logits).argmax(-1)
                 tokens.append(x)
                 finished |= x == self.eos_id
                 if finished.all():
@@ -337,9 +335,8 @@ class Decoder(DecoderBase):
     def decode_step(
         self, state: State, x: torch.Tensor
     ) -> tuple[torch.Tensor, State, None]:
-        hidden, logits = self.step(
-            state["hidden"], x, state["context"]
-        )  # the same context at every step
+        # the same context at every step
+        hidden, logits = self.step(state["hidden"], x, state["context"])
         return logits, {**state, "hidden": hidden}, None
 
 
@@ -417,9 +414,8 @@ class AttentionDecoder(Decoder):
     def decode_step(
         self, state: State, x: torch.Tensor
     ) -> tuple[torch.Tensor, State, torch.Tensor]:
-        context, weights = self.attention(
-            self.output_state(state["hidden"]), state
-        )  # query: h_{t-1}
+        # query: h_{t-1}
+        context, weights = self.attention(self.output_state(state["hidden"]), state)
         hidden, logits = self.step(state["hidden"], x, context)
         return logits, {**state, "hidden": hidden}, weights
 
@@ -483,9 +479,8 @@ def sequence_log_prob(
     )
     picked = log_probs.gather(-1, tokens[..., None])[..., 0]
     is_eos = (tokens == decoder.eos_id).long()
-    counted = ((is_eos.cumsum(1) - is_eos) == 0) & (
-        tokens != decoder.pad_id
-    )  # words up to the first <eos>
+    # words up to the first <eos>
+    counted = ((is_eos.cumsum(1) - is_eos) == 0) & (tokens != decoder.pad_id)
     return (picked * counted).sum(-1)
 
 
@@ -520,9 +515,10 @@ def beam_search(
     check_positive("beam_size", beam_size)
     check_positive("max_len", max_len)
     batch, k = encoded.states.shape[0], beam_size
+    # (B*K, ...)
     state = map_state(
         decoder.decode_init(encoded), lambda s: s.repeat_interleave(k, dim=0)
-    )  # (B*K, ...)
+    )
     scores = torch.full((batch, k), -torch.inf)
     scores[:, 0] = 0.0  # one live hypothesis at the start: <bos>
     tokens = torch.zeros(batch, k, 0, dtype=torch.long)

@@ -73,9 +73,8 @@ class SlideAttentionDecoder(DecoderBase):
         )
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
         self.init = nn.Linear(context_size, hidden_size)
-        self.rnn = _CELLS[cell](
-            embed_size, hidden_size
-        )  # y_d(t) from y_d(t-1) and y(t-1)
+        # y_d(t) from y_d(t-1) and y(t-1)
+        self.rnn = _CELLS[cell](embed_size, hidden_size)
         self.output = nn.Linear(hidden_size + attention_size, vocab_size)  # W^o
 
     def check_encoded(self, encoded: Encoded) -> None:

@@ -203,10 +203,11 @@ class EncoderLayer(nn.Module):
             return x + self.feed_forward(self.norm2(x)), weights
         mixed, weights = attend(x)
         x = self.norm1(x + mixed)  # every position has looked at every other one
+        # then each position is transformed on its own
         return (
             self.norm2(x + self.feed_forward(x)),
             weights,
-        )  # then each position is transformed on its own
+        )
 
     @torch.no_grad()
     def load_torch_weights(self, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
@@ -750,9 +751,8 @@ class TransformerDecoder(DecoderBase):
         previous = x[:, None]  # (B, t): <bos> and the words so far
         logits, tokens, cross = [], [], []
         finished = torch.zeros(batch, dtype=torch.bool)
-        for _ in range(
-            max_len
-        ):  # one word at a time: step t needs the word chosen at step t - 1
+        # one word at a time: step t needs the word chosen at step t - 1
+        for _ in range(max_len):
             if state is not None:
                 word_logits, state, step_cross = self.step(state, x)
             else:

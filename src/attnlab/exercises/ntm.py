@@ -303,10 +303,11 @@ def check_key_strength(
     entropy (in nats) and the largest weight with the measured ones.
     """
     name = "measure_focus"
+    # the chapter's stay intact
     memory, key = (
         as_tensor("memory", memory).clone(),
         as_tensor("key", key).clone(),
-    )  # the chapter's stay intact
+    )
     if (
         memory.ndim != 3
         or memory.shape[0] != 1
@@ -435,9 +436,8 @@ def check_sharpen(sharpen: Callable, seed: int | None = 0) -> None:
     name = "sharpen"
     gen = generator(seed)
     w = _weightings(3, 6, gen)
-    gamma = torch.cat(
-        [1 + 5 * torch.rand(2, generator=gen), torch.ones(1)]
-    )  # the last row keeps gamma = 1
+    # the last row keeps gamma = 1
+    gamma = torch.cat([1 + 5 * torch.rand(2, generator=gen), torch.ones(1)])
     out = expect_tensor(name, call(sharpen, name, w, gamma), (3, 6))
     if not torch.allclose(out.sum(-1), torch.ones(3), atol=1e-5):
         raise ExerciseError(

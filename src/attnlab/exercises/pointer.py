@@ -231,9 +231,8 @@ def check_masked_pointer(masked_pointer: Callable, seed: int | None = 0) -> None
             f"with {k} of 7 inputs chosen in every row",
         )
         cases += 1
-    chosen = (
-        torch.rand(6, 7, generator=gen) < torch.linspace(0.0, 0.85, 6)[:, None]
-    )  # 0 to 6 chosen per row
+    # 0 to 6 chosen per row
+    chosen = torch.rand(6, 7, generator=gen) < torch.linspace(0.0, 0.85, 6)[:, None]
     chosen[:, 0] = False
     chosen[1:, -1] = True
     _masked_case(
@@ -302,9 +301,8 @@ def check_greedy_pointer(fixed_greedy: Callable, seed: int | None = 0) -> None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
             model = PointerNet(d_input=d_input, d_hidden=12)
-            for parameter in (
-                model.parameters()
-            ):  # larger weights: every choice depends on what was fed back
+            # larger weights: every choice depends on what was fed back
+            for parameter in model.parameters():
                 parameter.data.mul_(3.0)
         inputs = torch.rand(batch, n, d_input, generator=gen)
         with torch.no_grad():

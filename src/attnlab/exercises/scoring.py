@@ -134,9 +134,8 @@ def check_additive_score(additive_score: Callable, seed: int | None = 0) -> None
         )
         out = expect_tensor(name, out, (*batch, n_queries, n_keys))
         q, k, W_q64, W_k64, v64 = (x.double() for x in (query, keys, W_q, W_k, v))
-        hidden = (q @ W_q64.T).unsqueeze(-2) + (k @ W_k64.T).unsqueeze(
-            -3
-        )  # (..., Tq, Tk, h)
+        # (..., Tq, Tk, h)
+        hidden = (q @ W_q64.T).unsqueeze(-2) + (k @ W_k64.T).unsqueeze(-3)
         if close(out, hidden @ v64):
             raise ExerciseError(
                 f"{name} has no tanh {what}: without it the score is linear, "

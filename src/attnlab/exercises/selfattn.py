@@ -151,9 +151,8 @@ def check_simple_attention(simple_attention: Callable, seed: int | None = 0) -> 
         unmasked = torch.softmax(
             torch.einsum("bsd,bd->bs", Y_e.double(), y_d.double()), dim=-1
         )
-        padding_share = (
-            (unmasked * ~mask).sum(-1).max().item()
-        )  # weight on padding if it were not masked
+        # weight on padding if it were not masked
+        padding_share = (unmasked * ~mask).sum(-1).max().item()
         if padding_share > 1e-3 and _close(a, unmasked * mask):
             raise ExerciseError(
                 f"the weights a do not sum to 1 over the real positions {what}: mask"
@@ -204,9 +203,8 @@ def _reference_parameterized(y_d, Y_e, W_q, W_k, W_v):
     y_d, Y_e, W_q, W_k, W_v = (
         t.detach().double() for t in (y_d, Y_e, W_q, W_k, W_v)
     )
-    a = torch.softmax(
-        ((Y_e @ W_k.T) @ (y_d @ W_q.T)[..., None])[..., 0], dim=-1
-    )  # (B, S)
+    # (B, S)
+    a = torch.softmax(((Y_e @ W_k.T) @ (y_d @ W_q.T)[..., None])[..., 0], dim=-1)
     return (a[:, None] @ (Y_e @ W_v.T))[:, 0], a
 
 
@@ -293,9 +291,8 @@ def check_parameterized_attention(
                 f"the scores are divided by sqrt(d) {what}: the parameterized"
                 " attention of this chapter uses the plain dot product"
             )
-        tolerance = (
-            1e-5 if scale == 1 else 1e-3
-        )  # float32 rounding of scores in the thousands
+        # float32 rounding of scores in the thousands
+        tolerance = 1e-5 if scale == 1 else 1e-3
         expect_close(f"{name}'s weights a", a, expected_a, what, atol=tolerance)
         if scale > 1:
             _reject_overflow(f"{name}'s attention vector y_a", y_a, what)
@@ -469,9 +466,8 @@ def _variant(
     batch, d = x_q.shape[0], x_q.shape[-1]
 
     def heads(x):
-        if (
-            split == "view"
-        ):  # reshape straight to (B, h, T, d_head): mixes positions into heads
+        # reshape straight to (B, h, T, d_head): mixes positions into heads
+        if split == "view":
             return x.reshape(batch, n_heads, -1, d // n_heads)
         return x.unflatten(-1, (n_heads, d // n_heads)).transpose(1, 2)
 
@@ -700,9 +696,8 @@ def _neighbour_hits(
 ) -> torch.Tensor:
     """Correct guesses ``(number of real words, 2)`` of the previous and next word of
     every real word."""
-    labels = torch.stack(
-        [F.pad(src[:, :-1], (1, 0)), F.pad(src[:, 1:], (0, 1))], -1
-    )  # (B, S, 2), 0 = none
+    # (B, S, 2), 0 = none
+    labels = torch.stack([F.pad(src[:, :-1], (1, 0)), F.pad(src[:, 1:], (0, 1))], -1)
     return (logits.argmax(-1) == labels)[src_mask]
 
 
@@ -780,9 +775,8 @@ def check_head_experiment(
         )
     hits = _neighbour_hits(logits.float(), src, src_mask)
     measured = hits.float().mean().item()
-    over_all_positions = hits.float().sum().item() / (
-        2 * src.numel()
-    )  # padding counted as misses
+    # padding counted as misses
+    over_all_positions = hits.float().sum().item() / (2 * src.numel())
     if abs(accuracy - measured) > 1e-4:
         if abs(accuracy - over_all_positions) < 1e-4 and not src_mask.all():
             raise ExerciseError(

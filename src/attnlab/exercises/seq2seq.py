@@ -230,9 +230,8 @@ def check_sequence_loss(sequence_loss: Callable, seed: int | None = 0) -> None:
             scale * torch.randn(batch, steps, vocab, generator=gen)
         ).requires_grad_()
         words = torch.randint(0, vocab - 1, (batch, steps), generator=gen)
-        words = (
-            words + (words >= pad_id).long()
-        )  # real words are never the padding index
+        # real words are never the padding index
+        words = words + (words >= pad_id).long()
         real = torch.arange(steps) < torch.tensor(lengths)[:, None]
         targets = torch.where(real, words, torch.full_like(words, pad_id))
         out = call(sequence_loss, name, logits, targets, pad_id)
@@ -375,9 +374,8 @@ def check_greedy_decode(greedy_decode: Callable, seed: int | None = 0) -> None:
         ),
         ([[5, 2, 3, 4, 5, 6], [3, 4, 5, 6, 3, 4]], 5),
     ]:
-        rows = [
-            row[:1] * shift + row for row in rows
-        ]  # the sentences end a few steps later
+        # the sentences end a few steps later
+        rows = [row[:1] * shift + row for row in rows]
         decoder, encoded = _scripted(rows)
         cases.append(
             (

@@ -208,9 +208,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.curriculum:
         recipe["curriculum"] = args.curriculum
     sequences = "validation" if args.validation else "test"
-    torch.set_num_threads(
-        1
-    )  # as in the chapter: the same seed then gives the same run on any machine
+    # as in the chapter: the same seed then gives the same run on any machine
+    torch.set_num_threads(1)
     work = partial(
         run_seed,
         steps=args.steps,

@@ -217,12 +217,13 @@ def _window_rows(
                     "kept": _five(weights[:, inside].sum(-1).tolist()),
                 }
             )
+        # (T, P, S)
         local = local_window(
             scores[:, None].expand(-1, len(p_values), -1),
             centre.expand(steps, -1),
             d,
             mask=real[:, None].expand(-1, len(p_values), -1),
-        )  # (T, P, S)
+        )
         # the Gaussian factor inside the window: local-p over local-m of equal scores
         with_gauss = local_window(flat, centre, d)
         without = local_window(flat, centre, d, gaussian=False)

@@ -50,6 +50,7 @@ def reinforce_draws(
     estimates are :func:`per_choice_estimates`, rounded to 7 decimals.
     """
     probs = torch.softmax(theta.detach(), 0)
+    # (repeats, most draws)
     draws = torch.stack(
         [
             torch.multinomial(
@@ -57,7 +58,7 @@ def reinforce_draws(
             )
             for _ in range(repeats)
         ]
-    )  # (repeats, most draws)
+    )
     exact_theta = theta.detach().clone().requires_grad_()
     (exact,) = torch.autograd.grad(
         (torch.softmax(exact_theta, 0) * rewards).sum(), exact_theta

@@ -148,9 +148,10 @@ def _hull_edges(points: torch.Tensor) -> torch.Tensor:
     cross = dx.unsqueeze(3) * dy.unsqueeze(2) - dy.unsqueeze(3) * dx.unsqueeze(2)
     n = points.shape[1]
     index = torch.arange(n)
+    # k is i or j
     ends = (index.view(n, 1, 1) == index.view(1, 1, n)) | (
         index.view(1, n, 1) == index.view(1, 1, n)
-    )  # k is i or j
+    )
     different = index.view(n, 1) != index.view(1, n)
     return ((cross > 0) | ends).all(dim=-1) & different
 
@@ -398,9 +399,8 @@ def solve_tsp_batch(points: object) -> np.ndarray:
     if n <= 3:  # every tour of up to three cities has the same length
         return np.tile(np.arange(n, dtype=np.int64), (batch, 1))
     m = n - 1
-    widest = (
-        max(size * math.comb(m, size) for size in range(1, m + 1)) * m
-    )  # largest layer, per instance
+    # largest layer, per instance
+    widest = max(size * math.comb(m, size) for size in range(1, m + 1)) * m
     chunk = max(1, _CANDIDATES_PER_CHUNK // widest)
     return np.concatenate(
         [_held_karp(array[i : i + chunk]) for i in range(0, batch, chunk)]
@@ -409,35 +409,27 @@ def solve_tsp_batch(points: object) -> np.ndarray:
 
 def _held_karp(points: np.ndarray) -> np.ndarray:
     batch, n, _ = points.shape
-    m = (
-        n - 1
-        # cities 1..n-1 are bits 0..m-1 of a subset; the instances are the last axis
-        # throughout
-    )
+    # cities 1..n-1 are bits 0..m-1 of a subset; the instances are the last axis
+    m = n - 1
     dist = distance_matrices(points).transpose(1, 2, 0)  # (n, n, B)
-    d0 = dist[
-        0, 1:
-    ]  # (m, B): from the start to city j (and back: distances are symmetric)
-    d_to = np.ascontiguousarray(
-        dist[1:, 1:].transpose(1, 0, 2)
-    )  # d_to[j, k] = d(k, j), (m, m, B)
+    # (m, B): from the start to city j (and back: distances are symmetric)
+    d0 = dist[0, 1:]
+    # d_to[j, k] = d(k, j), (m, m, B)
+    d_to = np.ascontiguousarray(dist[1:, 1:].transpose(1, 0, 2))
     bits = 1 << np.arange(m)
     cost = np.full((1 << m, m, batch), np.inf)
-    parent = np.zeros(
-        (1 << m, m, batch), dtype=np.int8
-    )  # the city before j on the best path
+    # the city before j on the best path
+    parent = np.zeros((1 << m, m, batch), dtype=np.int8)
     cost[bits, np.arange(m)] = d0
     subsets = np.arange(1 << m)
     sizes = np.array([bin(s).count("1") for s in subsets])
     for size in range(2, m + 1):
         layer = subsets[sizes == size]
-        s_index, j = np.nonzero(
-            (layer[:, None] & bits[None, :]) != 0
-        )  # every pair (S, j) with j in S
+        # every pair (S, j) with j in S
+        s_index, j = np.nonzero((layer[:, None] & bits[None, :]) != 0)
         subset = layer[s_index]
-        candidates = (
-            cost[subset ^ bits[j]] + d_to[j]
-        )  # (pairs, k, B): cost[S - {j}, k] + d(k, j)
+        # (pairs, k, B): cost[S - {j}, k] + d(k, j)
+        candidates = cost[subset ^ bits[j]] + d_to[j]
         best = candidates.argmin(axis=1)
         cost[subset, j] = np.take_along_axis(candidates, best[:, None, :], axis=1)[
             :, 0

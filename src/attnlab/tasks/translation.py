@@ -232,10 +232,11 @@ def translate(source: Sequence[str]) -> tuple[list[str], list[int]]:
                 adjectives.append(i)
                 continue
             if cls == "noun":
+                # swap: the noun jumps over the adjectives before it
                 body += [
                     i,
                     *adjectives,
-                ]  # swap: the noun jumps over the adjectives before it
+                ]
             else:
                 body += [*adjectives, i]
             adjectives = []

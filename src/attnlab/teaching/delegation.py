@@ -374,9 +374,8 @@ class _Reader:
         self.code(binding.node, env, local)
 
     def object(self, obj: Any) -> None:
-        if isinstance(
-            obj, str
-        ):  # a module the grader has not imported: import_module etc.
+        # a module the grader has not imported: import_module etc.
+        if isinstance(obj, str):
             if obj.split(".")[0] in DYNAMIC_MODULES or obj == "sys.modules":
                 self.note(f"`{obj}`")
             return

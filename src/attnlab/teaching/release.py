@@ -411,9 +411,8 @@ def course_source(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     found = exercises(nb)
     source = hide_revealing(nb)
     for cell in source.cells:
-        cell.metadata.pop(
-            "attnlab", None
-        )  # points and rubrics go into nbgrader's metadata and the answer text
+        # points and rubrics go into nbgrader's metadata and the answer text
+        cell.metadata.pop("attnlab", None)
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if "from attnlab.exercises import" in cell.source:
@@ -615,10 +614,11 @@ def chapter_notebooks(folder: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] not in ("student", "course", "-h", "--help"):
+        # the older form: python -m attnlab.homework SOURCE TARGET
         argv = [
             "student",
             *argv,
-        ]  # the older form: python -m attnlab.homework SOURCE TARGET
+        ]
     parser = argparse.ArgumentParser(
         prog="python -m attnlab.homework", description=__doc__.splitlines()[0]
     )
