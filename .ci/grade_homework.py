@@ -17,9 +17,9 @@ then submit notebooks made from that students' version and grade them with `pyth
 - wrong: typical wrong answers kept in tests/wrong_answers/ (loses exactly those exercises' points);
 - tampered: the wrong answers, plus a cell that rebinds every check in the notebook and in the package and
   patches the checks' helper, the check cell of a wrong answer deleted, another check cell's points edited, one
-  right answer that loops forever (asleep: the chapter graded meanwhile keeps the CPU) and one with a syntax error (gains nothing; loses the looping and the broken
-  exercises; the deleted cell is restored, the time-out reported, and the feedback says which exercise loops and
-  which has a syntax error);
+  right answer that loops forever (asleep: the chapter graded meanwhile keeps the CPU) and one with a syntax error
+  (gains nothing; loses the looping and the broken exercises; the deleted cell is restored, the time-out reported,
+  and the feedback says which exercise loops and which has a syntax error);
 - delegator: the worked solutions, each answer whose check is handed one of its functions (and that no later check
   needs) replaced by one that switches the profiler off and calls the library's own version (loses those exercises,
   noted: the grader reads the answers' code, attnlab.teaching.delegation);
