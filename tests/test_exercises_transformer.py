@@ -486,13 +486,14 @@ def test_decoder_layer_rejects_typical_mistakes(wrong, message):
         check_decoder_layer(wrong)
 
 
-def test_decoder_layer_rejects_delegation_and_stubs():
-    def delegate(layer, x, memory, memory_mask):
-        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
-        return layer(x, memory, tgt_mask=mask, memory_key_padding_mask=memory_mask)[0]
+def delegated_decoder_layer(layer, x, memory, memory_mask):
+    mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+    return layer(x, memory, tgt_mask=mask, memory_key_padding_mask=memory_mask)[0]
 
+
+def test_decoder_layer_rejects_delegation_and_stubs():
     with pytest.raises(ExerciseError, match="library's own version"):
-        check_decoder_layer(delegate)
+        check_decoder_layer(delegated_decoder_layer)
 
     def stub(layer, x, memory, memory_mask):
         raise NotImplementedError()

@@ -19,18 +19,25 @@ from attnlab.exercises import ExerciseError
 from attnlab.exercises._integrity import TAMPERED
 from attnlab.luong import LuongDecoder
 from attnlab.pointer import PointerNet
+from attnlab.simple_attention import SimpleAttentionDecoder
 from attnlab.tasks.geometry import tsp_data
+from attnlab.tasks.neighbours import (
+    NeighbourTagger,
+    neighbour_accuracy,
+    sentence_batch,
+)
 from attnlab.tasks.translation import build_model, examples_per_length, make_batch
 from attnlab.teaching.channel import (
     SOCKET_VARIABLE,
     ChannelError,
+    class_kind,
     decode,
     encode,
     graded_here,
     serve,
 )
 from attnlab.teaching.release import chapter_notebooks, exercises
-from attnlab.teaching.verdicts import NOT_RUN, check_calls, grader, plan
+from attnlab.teaching.verdicts import NOT_RUN, Notebook, check_calls, grader, plan
 from tests.test_exercises_hard_attention import (
     good_reinforce_samples,
     good_straight_through,
@@ -47,6 +54,12 @@ from tests.test_exercises_pointer import (
 )
 from tests.test_exercises_pointer import good_greedy as good_pointer
 from tests.test_exercises_scoring import good_masked_softmax
+from tests.test_exercises_selfattn import (
+    GoodScaled,
+    IgnoresTheBeta,
+    NotASimpleDecoder,
+    ScalesTheWeights,
+)
 from tests.test_exercises_seq2seq import (
     detached_steps,
     feeds_predictions,
@@ -56,7 +69,16 @@ from tests.test_exercises_seq2seq import (
     reversal_run,
     reverses_by_assignment,
 )
-from tests.test_exercises_transformer import good_decoder, pre_norm_decoder
+from tests.test_exercises_transformer import (
+    Delegating,
+    Detached,
+    EmbeddingPositions,
+    GoodPositions,
+    NoLimit,
+    delegated_decoder_layer,
+    good_decoder,
+    pre_norm_decoder,
+)
 
 
 def right_lookup(query, keys, values):
@@ -174,14 +196,14 @@ def test_the_plan_holds_the_release_s_check_cells_judged_by_the_grader():
     release.cells = [
         cell("ex-a", "def f(): ..."),
         cell("ex-a-check", "check_soft_lookup(soft_lookup)\nprint(1)"),
-        cell("ex-b-check", "check_learned_positions(LearnedPositions)"),
+        cell("ex-b-check", "check_query_training(learn_query, memory, target)"),
         nbformat.v4.new_markdown_cell("check_x(y)"),
     ]
     assert check_calls("x = 1\ncheck_a(f)\ncheck_b(f, g)\nprint(2)") == [
         "check_a",
         "check_b",
     ]
-    # a check handed a class the student writes stays in the notebook
+    # a check handed a SoftDict stays in the notebook
     assert plan(release) == {"ex-a-check": ["check_soft_lookup"]}
 
 
@@ -363,30 +385,36 @@ GRADIENT_CASES = {
 }
 
 
+def judge_cases(cases, given=lambda cell, check: ()):
+    """The check cells of ``cases`` (cell: (check, answer, named)), each handed its
+    answer and ``given(cell, check)``, judged by one grader: its verdicts."""
+    cells = {cell: [check] for cell, (check, _, _) in cases.items()}
+    with grader(None, cells) as verdicts:
+        for cell, (check, answer, _) in cases.items():
+            with contextlib.suppress(ExerciseError):
+                serve(cell, [(check, (answer, *given(cell, check)), {})])
+    return verdicts
+
+
+def assert_verdict(verdict, named):
+    """``named``: None, the answer passes; "", the cell earns no verdict; else what
+    the message of the wrong answer names."""
+    assert verdict["complete"] == (named != ""), verdict["message"]
+    assert verdict["passed"] == (named is None), verdict["message"]
+    if named:
+        assert named in verdict["message"]
+
+
 @pytest.fixture(scope="module")
 def judged_gradients():
-    cells = {cell: [check] for cell, (check, _, _) in GRADIENT_CASES.items()}
-    with grader(None, cells) as verdicts:
-        for cell, (check, answer, _) in GRADIENT_CASES.items():
-            with contextlib.suppress(ExerciseError):
-                serve(cell, [(check, (answer,), {})])
-    return verdicts
+    return judge_cases(GRADIENT_CASES)
 
 
 @pytest.mark.parametrize("cell", list(GRADIENT_CASES))
 def test_gradients_and_generators_cross_the_channel(judged_gradients, cell):
     """The notebook computes the backward pass of its answer on the grader's
     request, and a generator crosses as its state."""
-    verdict, named = judged_gradients[cell], GRADIENT_CASES[cell][2]
-    assert verdict["complete"]
-    assert verdict["passed"] == (named is None), verdict["message"]
-    if named is not None:
-        assert named in verdict["message"]
-
-
-def delegated_decoder_layer(layer, x, memory, memory_mask):
-    mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
-    return layer(x, memory, tgt_mask=mask, memory_key_padding_mask=memory_mask)[0]
+    assert_verdict(judged_gradients[cell], GRADIENT_CASES[cell][2])
 
 
 MODEL_CASES = {
@@ -422,23 +450,14 @@ MODEL_CASES = {
 
 @pytest.fixture(scope="module")
 def judged_models():
-    cells = {cell: [check] for cell, (check, _, _) in MODEL_CASES.items()}
-    with grader(None, cells) as verdicts:
-        for cell, (check, answer, _) in MODEL_CASES.items():
-            with contextlib.suppress(ExerciseError):
-                serve(cell, [(check, (answer,), {})])
-    return verdicts
+    return judge_cases(MODEL_CASES)
 
 
 @pytest.mark.parametrize("cell", list(MODEL_CASES))
 def test_models_the_grader_built_cross_to_the_notebook(judged_models, cell):
     """A model the check built reaches the notebook's answer as a copy, and the
     gradient of the answer's result reaches the grader's model."""
-    verdict, named = judged_models[cell], MODEL_CASES[cell][2]
-    assert verdict["complete"]
-    assert verdict["passed"] == (named is None), verdict["message"]
-    if named is not None:
-        assert named in verdict["message"]
+    assert_verdict(judged_models[cell], MODEL_CASES[cell][2])
 
 
 def test_a_library_model_crosses_as_weights_read_by_torch_s_restricted_loader():
@@ -479,6 +498,42 @@ def test_a_model_with_code_of_the_notebook_is_not_received(change, message):
         decode(encode(model))
 
 
+class Shadowing(GoodPositions):
+    """A class whose method would stand in for what the grader reads itself."""
+
+    def parameters(self, recurse=True):
+        return iter([])
+
+
+def test_a_model_class_of_the_notebook_crosses_as_a_handle():
+    functions, models = [], []
+    model = GoodPositions(6, 4)
+    sent = encode([GoodScaled, model], functions, models=models)
+    assert functions == [GoodScaled] and models == [model]
+    ((index, kind),) = sent[0].values()
+    assert index == 0 and kind["name"] == "GoodScaled"
+    assert kind["bases"] == ["attnlab.simple_attention.SimpleAttentionDecoder"]
+    assert {"attention", "decode_init", "decode_step"} <= set(kind["methods"])
+    stand_ins = Notebook(None)
+    got = decode(sent, stand_ins.stand_in)
+    assert issubclass(got[0], SimpleAttentionDecoder) and got[0].__name__ == "GoodScaled"
+    assert isinstance(got[1], torch.nn.Module) and got[1] is not model
+    assert [n for n, _ in got[1].named_parameters()] == ["table"]
+    assert torch.equal(got[1].table, model.table) and got[1].table.requires_grad
+    (nested,) = decode(encode([EmbeddingPositions(3, 2)], models=[]), stand_ins.stand_in)
+    assert [n for n, _ in nested.named_parameters()] == ["embedding.weight"]
+
+
+def test_a_stand_in_class_derives_from_the_library_only():
+    stand_ins = Notebook(None)
+    with pytest.raises(ChannelError, match="subprocess.Popen cannot be graded"):
+        stand_ins.stand_in_class({"name": "X", "bases": ["subprocess.Popen"], "methods": []})
+    kind = stand_ins.stand_in_class(class_kind(Shadowing))
+    assert "forward" in vars(kind) and "parameters" not in vars(kind)
+    with pytest.raises(ChannelError, match="malformed class"):
+        decode({"$class": [0, {"name": 1, "bases": [], "methods": []}]}, stand_ins.stand_in)
+
+
 def test_a_class_outside_the_library_is_not_loaded():
     saved = io.BytesIO()
     torch.save([Tagger()], saved)
@@ -510,27 +565,27 @@ NOTEBOOK_MODEL_CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def judged_notebook_models():
+def notebook_models(cell, check):
+    """What each check of NOTEBOOK_MODEL_CASES is handed after the answer."""
     torch.manual_seed(0)
     options = {"score": "dot", "input_feeding": False}
     luong = build_model(LuongDecoder, embed_size=8, hidden_size=8, **options)
-    sorter, tsp_model = PointerNet(d_input=1, d_hidden=16), PointerNet(2, 16)
+    sorter = PointerNet(d_input=1, d_hidden=16)
     hooked = copy.deepcopy(sorter)
     hooked.register_forward_hook(print)  # code of the notebook, run by the grader
-    given = {
+    if cell == "sort-hooked-check":
+        return (hooked,)
+    return {
         "check_window_mass": (luong, examples_per_length(1, 5, 14, seed=3)),
         "check_sort_length": (sorter,),
-        "check_beam_gaps": (tsp_model, *tsp_data(40, 7, torch.Generator())),
+        "check_beam_gaps": (PointerNet(2, 16), *tsp_data(40, 7, torch.Generator())),
         "check_source_reversal": (),
-    }
-    cells = {cell: [check] for cell, (check, _, _) in NOTEBOOK_MODEL_CASES.items()}
-    with grader(None, cells) as verdicts:
-        for cell, (check, answer, _) in NOTEBOOK_MODEL_CASES.items():
-            arguments = (hooked,) if cell == "sort-hooked-check" else given[check]
-            with contextlib.suppress(ExerciseError):
-                serve(cell, [(check, (answer, *arguments), {})])
-    return verdicts
+    }[check]
+
+
+@pytest.fixture(scope="module")
+def judged_notebook_models():
+    return judge_cases(NOTEBOOK_MODEL_CASES, notebook_models)
 
 
 @pytest.mark.parametrize("cell", list(NOTEBOOK_MODEL_CASES))
@@ -540,11 +595,79 @@ def test_the_notebook_s_trained_models_and_batches_reach_the_grader(
     """The grader judges checks handed the notebook's trained model, test examples
     or batch, and answers that return a model; a model that carries the notebook's
     code (a hook) earns no verdict."""
-    verdict, named = judged_notebook_models[cell], NOTEBOOK_MODEL_CASES[cell][2]
-    assert verdict["complete"] == (named != ""), verdict["message"]
-    assert verdict["passed"] == (named is None), verdict["message"]
-    if named:
-        assert named in verdict["message"]
+    assert_verdict(judged_notebook_models[cell], NOTEBOOK_MODEL_CASES[cell][2])
+
+
+TAGGER_TEST = sentence_batch(10**6, 32)
+
+
+def one_head_tagger(n_heads, steps):
+    """The head experiment's answer, untrained: the check does not depend on the
+    budget."""
+    torch.manual_seed(0)
+    model = NeighbourTagger(True, n_heads=n_heads)
+    return model, neighbour_accuracy(model, TAGGER_TEST)
+
+
+def tagger_error(n_heads, steps):
+    model, accuracy = one_head_tagger(n_heads, steps)
+    return model, 1 - accuracy
+
+
+CLASS_CASES = {
+    # cell: (check, answer, what the message of a wrong answer names; None: passes)
+    "positions-check": ("check_learned_positions", GoodPositions, None),
+    "positions-embedding-check": ("check_learned_positions", EmbeddingPositions, None),
+    "positions-detached-check": (
+        "check_learned_positions",
+        Detached,
+        "without gradient",
+    ),
+    "positions-no-limit-check": ("check_learned_positions", NoLimit, "did not raise"),
+    "positions-delegating-check": (
+        "check_learned_positions",
+        Delegating,
+        "library's own version",
+    ),
+    "scaled-check": ("check_scaled_simple_decoder", GoodScaled, None),
+    "scaled-weights-check": (
+        "check_scaled_simple_decoder",
+        ScalesTheWeights,
+        "multiplies the weights",
+    ),
+    "scaled-ignored-check": (
+        "check_scaled_simple_decoder",
+        IgnoresTheBeta,
+        "do not change",
+    ),
+    "scaled-not-derived-check": (
+        "check_scaled_simple_decoder",
+        NotASimpleDecoder,
+        "must derive from SimpleAttentionDecoder",
+    ),
+    "tagger-check": ("check_head_experiment", one_head_tagger, None),
+    "tagger-error-rate-check": ("check_head_experiment", tagger_error, "error rate"),
+}
+
+
+@pytest.fixture(scope="module")
+def judged_classes():
+    def given(cell, check):
+        return (TAGGER_TEST,) if check == "check_head_experiment" else ()
+
+    return judge_cases(CLASS_CASES, given)
+
+
+@pytest.mark.parametrize("cell", list(CLASS_CASES))
+def test_the_student_s_model_classes_are_stood_in_for_by_the_grader(
+    judged_classes, cell
+):
+    """A model class the student writes runs in the notebook only: the grader
+    builds its models there, calls their methods there on the weights it holds,
+    sets a weight and receives its gradient; a built-in exception the class raises
+    reaches the check as itself. The head experiment's tagger, of the library,
+    crosses as weights."""
+    assert_verdict(judged_classes[cell], CLASS_CASES[cell][2])
 
 
 def test_only_the_notebook_reads_a_pickled_model():
@@ -569,11 +692,12 @@ def test_the_instructors_page_names_the_exercises_judged_in_the_notebook():
                     chapters.append(int(path.name[:2]))
     page = (root / "book" / "instructors.md").read_text()
     section = page[page.index("(instructors-grader)=") : page.index("## Points")]
-    words = ["Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten"]
-    words += ["Eleven", "Twelve", "Thirteen", "Fourteen", "Fifteen"]
-    assert (
-        f"{words[len(chapters) - 2]} exercises are checked on something" in section
-    )
+    if not chapters:
+        assert "Every code exercise of the chapters is judged by the grader" in section
+        assert "none of the course's chapters has one" in section
+        return
+    words = ["One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"]
+    assert f"{words[len(chapters) - 1]} exercise" in section
     for chapter in sorted(set(chapters)):
         assert f"chapter {chapter}'s" in section
 

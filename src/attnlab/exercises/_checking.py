@@ -17,6 +17,7 @@ A check is a function decorated with :func:`exercise_check`. The decorator
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
 import functools
@@ -41,7 +42,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class ExerciseError(AssertionError):
     """A check failed; the message says what is wrong and, where it can, what to look
-    at."""
+    at. ``raised`` names the built-in exception the student's code raised, if one
+    did."""
+
+    raised: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,9 +165,17 @@ class RemoteAnswer:
         raise NotImplementedError
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.call_remote(
-            getattr(self, "__name__", "your function"), args, kwargs
-        )
+        """Called by the check itself, not through :func:`call`: the built-in
+        exception the student's code raised is raised again here."""
+        try:
+            return self.call_remote(
+                getattr(self, "__name__", "your function"), args, kwargs
+            )
+        except ExerciseError as exc:
+            kind = getattr(builtins, exc.raised or "", None)
+            if isinstance(kind, type) and issubclass(kind, Exception):
+                raise kind(str(exc)) from None
+            raise
 
 
 def _with_seed(message: str) -> str:
@@ -208,19 +220,24 @@ def _argument_names(
         )
 
 
-def tensors(value: Any) -> list[torch.Tensor]:
+def tensors(value: Any, parameters: bool = False) -> list[torch.Tensor]:
     """The tensors in ``value`` (nested lists, tuples, dictionaries and
-    dataclasses), in order."""
+    dataclasses), in order; with ``parameters``, the parameters of the models in it
+    too."""
     if isinstance(value, torch.Tensor):
         return [value]
+    if parameters and isinstance(value, torch.nn.Module):
+        return list(value.parameters())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = dataclasses.fields(value)
-        return [t for field in fields for t in tensors(getattr(value, field.name))]
-    if isinstance(value, list | tuple):
-        return [t for item in value for t in tensors(item)]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in tensors(item)]
-    return []
+        items: Any = [getattr(value, field.name) for field in fields]
+    elif isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, list | tuple):
+        items = value
+    else:
+        return []
+    return [t for item in items for t in tensors(item, parameters)]
 
 
 def _delegation_profiler(
@@ -307,16 +324,18 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
         ) from None
     except ExerciseError:
         raise
-    except (
-        Exception
-    ) as exc:  # the student's code failed: show the call, not a torch traceback
+    # the student's code failed: show the call, not a torch traceback
+    except Exception as exc:
         arguments = ", ".join(
             f"{k}={describe(v)}" if not k.startswith("argument ") else describe(v)
             for k, v in named
         )
-        raise ExerciseError(
+        error = ExerciseError(
             f"{name}({arguments}) raised {type(exc).__name__}: {exc}"
-        ) from None
+        )
+        if type(exc).__module__ == "builtins":
+            error.raised = type(exc).__name__
+        raise error from None
     if hits:
         raise ExerciseError(
             f"{name} calls `{hits[0]}`, the library's own version of what this"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import importlib
 import inspect
 import io
 import json
@@ -59,16 +60,9 @@ DTYPES = {
 }
 
 
-# checks handed what the notebook built that is neither plain data nor a model or
-# record of the library (a class the notebook defines, a SoftDict)
-IN_NOTEBOOK = frozenset(
-    {
-        "check_query_training",
-        "check_head_experiment",
-        "check_scaled_simple_decoder",
-        "check_learned_positions",
-    }
-)
+# checks handed what the notebook built that is neither plain data, nor a model
+# or record of the library, nor a model class of the notebook's own (a SoftDict)
+IN_NOTEBOOK = frozenset({"check_query_training"})
 
 
 def graded_here(names: list[str]) -> bool:
@@ -88,12 +82,18 @@ class ChannelError(ValueError):
 
 
 def encode(
-    value: Any, functions: list[Callable] | None = None, objects: bool = False
+    value: Any,
+    functions: list[Any] | None = None,
+    objects: bool = False,
+    models: list[Any] | None = None,
 ) -> Any:
-    """``value`` as JSON-ready plain data. A callable is added to ``functions`` and
-    sent as its index there (with its parameters' names); without ``functions``, a
-    callable is refused. With ``objects`` (the grader's side only), anything else is
-    sent pickled; without, it raises :class:`ChannelError`."""
+    """``value`` as JSON-ready plain data. A function or a model class of the
+    notebook's own (:func:`notebook_class`) is added to ``functions`` and sent as its
+    index there (with its parameters' names, or what :func:`class_kind` says);
+    without ``functions``, it is refused. A model of such a class is added to
+    ``models`` and sent as its index and its parameters. With ``objects`` (the
+    grader's side only), anything else is sent pickled; without, it raises
+    :class:`ChannelError`."""
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int | float) and not isinstance(value, np.generic):
@@ -119,17 +119,27 @@ def encode(
         data = base64.b64encode(array.tobytes(order="C")).decode()
         key = "$array" if isinstance(value, np.ndarray) else "$scalar"
         return {key: [name, list(array.shape), data]}
+    if models is not None and notebook_class(type(value)):
+        models.append(value)
+        weights = [[name, encode(p)] for name, p in value.named_parameters()]
+        return {"$model": [len(models) - 1, class_kind(type(value)), weights]}
+    if functions is not None and notebook_class(value):
+        functions.append(value)
+        return {"$class": [len(functions) - 1, class_kind(value)]}
     if not objects and library_class(type(value)):
         buffer = io.BytesIO()
         torch.save(value, buffer)
         return {"$torch": base64.b64encode(buffer.getvalue()).decode()}
     if isinstance(value, list | tuple | torch.Size):
-        items = [encode(item, functions, objects) for item in value]
+        items = [encode(item, functions, objects, models) for item in value]
         return items if type(value) is list else {"$tuple": items}
     if isinstance(value, dict):
         if all(type(key) is str for key in value):
             return {
-                "$dict": {k: encode(v, functions, objects) for k, v in value.items()}
+                "$dict": {
+                    k: encode(v, functions, objects, models)
+                    for k, v in value.items()
+                }
             }
         if not all(type(key) in KEYS for key in value):
             raise ChannelError(
@@ -137,7 +147,7 @@ def encode(
             )
         return {
             "$items": [
-                [key, encode(item, functions, objects)]
+                [key, encode(item, functions, objects, models)]
                 for key, item in value.items()
             ]
         }
@@ -170,12 +180,14 @@ def _parameters(fn: Callable) -> list[str]:
 
 def decode(
     data: Any,
-    function: Callable[[int, list[str]], Any] | None = None,
+    function: Callable[..., Any] | None = None,
     objects: bool = False,
 ) -> Any:
     """The plain values that :func:`encode` sent, made afresh. ``function(index,
-    parameters)`` stands in for a sent function (refused without it); a pickled
-    object is refused unless ``objects`` (the notebook, reading its grader)."""
+    parameters)`` stands in for a sent function, ``function(index, kind)`` for a
+    sent class and ``function(index, kind, weights)`` for a sent model (each refused
+    without it); a pickled object is refused unless ``objects`` (the notebook,
+    reading its grader)."""
     if data is None or type(data) in (bool, int, float, str):
         return data
     if type(data) is list:
@@ -214,7 +226,91 @@ def decode(
         return pickle.loads(base64.b64decode(body, validate=True))
     if key == "$function" and function is not None and _is_function(body):
         return function(body[0], [str(name) for name in body[1]])
+    if key == "$class" and function is not None and _is_handle(body, 2):
+        return function(body[0], _kind(body[1]))
+    if key == "$model" and function is not None and _is_handle(body, 3):
+        weights = decode(body[2])
+        if not (
+            type(weights) is list
+            and all(_is_weight(pair) for pair in weights)
+            and len({name for name, _ in weights}) == len(weights)
+        ):
+            raise ChannelError("a malformed model")
+        return function(body[0], _kind(body[1]), weights)
     raise ChannelError(f"not plain data: {key!r}")
+
+
+def notebook_class(kind: Any) -> bool:
+    """Whether ``kind`` is a model class of the notebook's own (an ``nn.Module``
+    outside the library): its code runs in the notebook only, so the grader stands in
+    for it, calling the notebook for each of its methods."""
+    return (
+        isinstance(kind, type)
+        and issubclass(kind, torch.nn.Module)
+        and not library_class(kind)
+    )
+
+
+def class_kind(kind: type) -> dict[str, Any]:
+    """What the grader needs to stand in for the notebook's model class ``kind``:
+    its name, the library classes it derives from (the closest ones), and the names
+    of its methods, its library bases' included (``nn.Module``'s own excluded)."""
+    bases: list[type] = []
+    for base in kind.__mro__:
+        if library_class(base) and not any(issubclass(b, base) for b in bases):
+            bases.append(base)
+    methods = {
+        name
+        for base in kind.__mro__
+        if issubclass(base, torch.nn.Module)
+        and not base.__module__.startswith("torch.")
+        for name, attribute in vars(base).items()
+        if inspect.isfunction(attribute)
+        and (name == "forward" or not name.startswith("_"))
+    }
+    return {
+        "name": kind.__name__,
+        "bases": [f"{base.__module__}.{base.__qualname__}" for base in bases],
+        "methods": sorted(methods),
+    }
+
+
+def library_base(name: str) -> type:
+    """The library's model class called ``name`` (module and qualified name):
+    :func:`library_global`."""
+    kind = library_global(name)
+    if not (
+        isinstance(kind, type)
+        and issubclass(kind, torch.nn.Module)
+        and library_class(kind)
+    ):
+        raise ChannelError(f"a class derived from {name} cannot be graded")
+    return kind
+
+
+def _kind(body: Any) -> dict[str, Any]:
+    fields = {"name": str, "bases": list, "methods": list}
+    if not (type(body) is dict and set(body) == set(fields)):
+        raise ChannelError("a malformed class")
+    if not all(type(body[k]) is kind for k, kind in fields.items()) or not all(
+        type(item) is str for item in body["bases"] + body["methods"]
+    ):
+        raise ChannelError("a malformed class")
+    return body
+
+
+def _is_handle(body: Any, size: int) -> bool:
+    return type(body) is list and len(body) == size and type(body[0]) is int
+
+
+def _is_weight(pair: Any) -> bool:
+    return (
+        type(pair) is list
+        and len(pair) == 2
+        and type(pair[0]) is str
+        and type(pair[1]) is torch.Tensor
+        and pair[1].is_floating_point()
+    )
 
 
 def library_class(kind: type) -> bool:
@@ -233,11 +329,27 @@ def library_class(kind: type) -> bool:
     )
 
 
+def library_global(name: str) -> Any:
+    """The object called ``name`` (module and name) in this process, the module
+    imported first if it is one of the library's (its checks and grading
+    excepted); None if there is none."""
+    module, _, qualname = name.rpartition(".")
+    ours = module.startswith("attnlab.") and not module.startswith(
+        ("attnlab.exercises", "attnlab.teaching")
+    )
+    if ours and module not in sys.modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return None
+    return getattr(sys.modules.get(module), qualname, None)
+
+
 def _loaded(data: bytes) -> Any:
     """What :func:`encode` saved in torch's weights-only format, read with torch's
     restricted loader, which makes only tensors, plain values, the classes of
-    :func:`library_class` that this process has imported and the score functions
-    of :data:`SCORES`."""
+    :func:`library_class` (:func:`library_global`) and the score functions of
+    :data:`SCORES`."""
     serialization = torch.serialization
     try:
         names = serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(data))
@@ -245,8 +357,7 @@ def _loaded(data: bytes) -> Any:
         raise ChannelError("a malformed model") from None
     classes = []
     for name in names:
-        module, _, qualname = name.rpartition(".")
-        kind = getattr(sys.modules.get(module), qualname, None)
+        kind = library_global(name)
         score = inspect.isfunction(kind) and kind.__module__ == SCORES
         if not (score or (isinstance(kind, type) and library_class(kind))):
             raise ChannelError(f"a {name} cannot be sent")
@@ -318,15 +429,9 @@ def graph_inputs(value: Any) -> list[torch.Tensor]:
     """The tensors in ``value`` that require a gradient, the parameters of the
     models in it included, in order: the inputs of a call's backward pass, found
     alike on both sides of the channel."""
-    if isinstance(value, torch.nn.Module):
-        return [p for p in value.parameters() if p.requires_grad]
-    if isinstance(value, torch.Tensor):
-        return [value] if value.requires_grad else []
-    if isinstance(value, list | tuple):
-        return [t for item in value for t in graph_inputs(item)]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in graph_inputs(item)]
-    return []
+    from attnlab.exercises._checking import tensors
+
+    return [t for t in tensors(value, parameters=True) if t.requires_grad]
 
 
 def replace_tensors(value: Any, new: dict[int, torch.Tensor]) -> Any:
@@ -397,14 +502,19 @@ def serve(cell: str, calls: Sequence[tuple[str, tuple, dict]]) -> None:
         for name, args, kwargs in calls:
             graded(name, *args, **{**kwargs, "seed": None})
         return
-    functions: list[Callable] = []
+    functions: list[Any] = []  # what the grader may call: functions and classes
+    models: list[torch.nn.Module] = []  # models of the notebook's own classes
     try:
         verify_integrity()
         tampered = _replaced()
     except ExerciseError as exc:
         tampered = str(exc)
     sent = [
-        [name, encode(list(args), functions), encode(dict(kwargs), functions)]
+        [
+            name,
+            encode(list(args), functions, models=models),
+            encode(dict(kwargs), functions, models=models),
+        ]
         for name, args, kwargs in calls
     ]
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -416,7 +526,8 @@ def serve(cell: str, calls: Sequence[tuple[str, tuple, dict]]) -> None:
                 if "backward" in request:
                     send(connection, _backward(request, graphs))
                 else:
-                    send(connection, _answer(request, functions, CHECKS, graphs))
+                    reply = _answer(request, (functions, models), CHECKS, graphs)
+                    send(connection, reply)
         except ChannelError:
             raise ExerciseError(ENDED) from None
     if request["verdict"] is not None:
@@ -467,31 +578,57 @@ def _replaced() -> str | None:
 
 
 def _answer(
-    request: dict, functions: list[Callable], checks: dict, graphs: dict
+    request: dict,
+    handles: tuple[list[Any], list[torch.nn.Module]],
+    checks: dict,
+    graphs: dict,
 ) -> dict:
-    """Call the notebook's function that ``request`` names, as the check's
+    """Call the notebook's function or class that ``request`` names, or a method of
+    one of its models (with the weights the grader holds), as the check's
     :func:`~attnlab.exercises._checking.call` would (the library's own version
-    refused, inputs changed in place reported): its value, or the failure's
-    message. The inputs that require a gradient and the outputs that carry one are
-    kept in ``graphs`` for :func:`_backward`."""
+    refused, inputs changed in place reported): its value (and the model's weights
+    after the call), or the failure's message and the built-in exception raised. The
+    inputs that require a gradient and the outputs that carry one are kept in
+    ``graphs`` for :func:`_backward`."""
     from attnlab.exercises._checking import ExerciseError, call, checking, tensors
 
+    functions, models = handles
     try:
-        fn = functions[request["function"]]
+        method = request.get("method")
+        model = models[request["model"]] if method is not None else None
+        if model is not None:
+            fn = getattr(model, method)
+            _load_weights(model, decode(request["weights"]))
+        else:
+            fn = functions[request["function"]]
         args = decode(request["args"], objects=True)
         kwargs = decode(request["kwargs"], objects=True)
         with checking(checks[request["check"]]):
             value = call(fn, request["name"], *args, **kwargs)
-        inputs = graph_inputs((args, kwargs))
+        inputs = graph_inputs((model, args, kwargs))
         outputs = [t for t in tensors(value) if t.requires_grad]
         graphs[int(request["id"])] = (inputs, outputs)
-        return {"value": encode(value)}
+        reply = {"value": encode(value, models=models)}
+        if model is not None:
+            reply["weights"] = encode(list(map(list, model.named_parameters())))
+        return reply
     except ExerciseError as exc:
-        return {"failed": str(exc)}
+        return {"failed": str(exc), "raised": exc.raised}
     except ChannelError as exc:
         return {
             "failed": f"{request.get('name')} returned what cannot be graded: {exc}"
         }
+
+
+def _load_weights(model: torch.nn.Module, weights: Any) -> None:
+    """Set ``model``'s parameters to the values ``weights`` ([name, tensor] pairs,
+    as the grader holds them)."""
+    parameters = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, value in weights:
+            if name not in parameters or parameters[name].shape != value.shape:
+                raise ChannelError(f"weights that do not fit the model ({name})")
+            parameters[name].copy_(value)
 
 
 def _backward(request: dict, graphs: dict) -> dict:

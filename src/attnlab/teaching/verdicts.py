@@ -19,10 +19,11 @@ bool}}``. A check cell whose tests never connect, or whose channel breaks, has n
 passing verdict and earns nothing.
 
 A model a check builds for the answer to work on crosses to the notebook pickled
-(the notebook trusts its grader; the grader never reads a pickle). The checks listed
-in :data:`attnlab.teaching.channel.IN_NOTEBOOK` are handed what the notebook built
-that is not plain data (a trained model, a class, a training function whose result
-is a model); they still run in the notebook, verified by
+(the notebook trusts its grader; the grader never reads a pickle). A model class of
+the notebook's own is stood in for here (:class:`Notebook`): a class of the same
+library bases whose methods run in the notebook, on the weights held here. The
+checks listed in :data:`attnlab.teaching.channel.IN_NOTEBOOK` are handed what the
+channel cannot carry (a SoftDict); they still run in the notebook, verified by
 :func:`attnlab.exercises._integrity.graded`.
 """
 
@@ -33,6 +34,7 @@ import atexit
 import contextlib
 import functools
 import io
+import itertools
 import json
 import os
 import secrets
@@ -57,6 +59,7 @@ from attnlab.teaching.channel import (
     encode,
     graded_here,
     graph_inputs,
+    library_base,
     receive,
     replace_tensors,
     send,
@@ -101,39 +104,61 @@ class ChannelBroken(BaseException):
     wrong answer."""
 
 
-class NotebookFunction(RemoteAnswer):
-    """A function of the notebook, called through the channel."""
+class Notebook:
+    """The notebook at the other end of ``connection``: what it sends is decoded
+    into stand-ins that call it back."""
 
-    def __init__(self, connection: socket.socket, index: int, params: list[str]):
-        self.connection, self.index, self.calls = connection, index, 0
-        self.__name__ = "your function"
-        self.__signature__ = _signature(params)
+    def __init__(self, connection: socket.socket) -> None:
+        self.connection = connection
+        self.calls = itertools.count(1)  # the number of each call, for its backward
+        self.classes: dict[str, type] = {}
 
-    def call_remote(self, name: str, args: tuple, kwargs: dict) -> Any:
-        info = _active.get()
-        self.calls += 1
-        request = {
-            "function": self.index,
-            "id": self.calls,
-            "check": info.name if info is not None else "",
-            "name": name,
-            "args": encode(list(args), objects=True),
-            "kwargs": encode(dict(kwargs), objects=True),
-        }
-        try:
-            value = decode(self.exchange(request)["value"])
-        except ChannelError as exc:
-            raise ChannelBroken(str(exc)) from None
-        # outputs that carry a gradient: connected to the inputs that require one,
-        # their backward pass computed by the notebook
-        inputs = graph_inputs((args, kwargs))
-        outputs = [t for t in tensors(value) if t.requires_grad]
-        if not (inputs and outputs):
-            return value
-        linked = Backward.apply(self, self.calls, len(outputs), *outputs, *inputs)
-        return replace_tensors(
-            value, dict(zip(map(id, outputs), linked, strict=True))
-        )
+    def stand_in(self, index: int, *sent: Any) -> Any:
+        """Stand-in for what :func:`~attnlab.teaching.channel.decode` found: a
+        function (``parameters``), a class (``kind``) or a model (``kind,
+        weights``)."""
+        if len(sent) == 1 and type(sent[0]) is list:
+            return NotebookFunction(self, {"function": index}, sent[0])
+        kind = self.stand_in_class(sent[0])
+        if len(sent) == 1:
+            kind.maker = NotebookFunction(self, {"function": index}, [])
+            return kind
+        model = kind.__new__(kind)
+        torch.nn.Module.__init__(model)
+        model.notebook, model.index = self, index
+        for name, value in sent[1]:
+            owner, *path = name.split(".")[::-1]
+            module: torch.nn.Module = model
+            for part in reversed(path):
+                if part not in module._modules:
+                    _add(module, part, torch.nn.Module())
+                module = module._modules[part]
+            parameter = torch.nn.Parameter(value, requires_grad=value.requires_grad)
+            _add(module, owner, parameter)
+        return model
+
+    def stand_in_class(self, kind: dict[str, Any]) -> type:
+        """A class that stands in for the notebook's class ``kind``: one for each
+        kind, deriving from the library bases it names."""
+        key = json.dumps(kind, sort_keys=True)
+        if key not in self.classes:
+            bases = tuple(library_base(name) for name in kind["bases"])
+            methods = {
+                name: RemoteMethod(name)
+                for name in kind["methods"]
+                if name.isidentifier()
+                and not name.startswith("_")
+                and (name == "forward" or not hasattr(NotebookModule, name))
+            }
+            try:
+                self.classes[key] = NotebookClass(
+                    kind["name"] or "Model", (NotebookModule, *bases), methods
+                )
+            except TypeError as exc:
+                raise ChannelError(
+                    f"a class that cannot be graded ({exc})"
+                ) from None
+        return self.classes[key]
 
     def exchange(self, request: dict) -> dict:
         """Send ``request``; the notebook's reply (an
@@ -144,10 +169,135 @@ class NotebookFunction(RemoteAnswer):
         except (ChannelError, OSError) as exc:
             raise ChannelBroken(str(exc)) from None
         if type(reply) is dict and type(reply.get("failed")) is str:
-            raise ExerciseError(reply["failed"])
+            error = ExerciseError(reply["failed"])
+            if type(reply.get("raised")) is str:
+                error.raised = reply["raised"]
+            raise error
         if type(reply) is dict and ("value" in reply or "grads" in reply):
             return reply
         raise ChannelBroken("the notebook sent a reply the grader cannot read")
+
+
+def _add(module: torch.nn.Module, name: str, value: Any) -> None:
+    """Register the submodule or parameter ``value`` of a stand-in model."""
+    if not (name.isidentifier() or name.isdigit()) or hasattr(module, name):
+        raise ChannelError(f"a model with a part named {name!r} cannot be graded")
+    if isinstance(value, torch.nn.Parameter):
+        module.register_parameter(name, value)
+    else:
+        module.add_module(name, value)
+
+
+class NotebookFunction(RemoteAnswer):
+    """A function of the notebook, a class of its own or a method of one of its
+    models (``target``: which), called through the channel."""
+
+    def __init__(
+        self,
+        notebook: Notebook,
+        target: dict[str, Any],
+        params: list[str],
+        model: NotebookModule | None = None,
+    ) -> None:
+        self.notebook, self.target, self.model = notebook, target, model
+        self.__name__ = "your function"
+        self.__signature__ = _signature(params)
+
+    def call_remote(self, name: str, args: tuple, kwargs: dict) -> Any:
+        info = _active.get()
+        call = next(self.notebook.calls)
+        request = {
+            **self.target,
+            "id": call,
+            "check": info.name if info is not None else "",
+            "name": name,
+            "args": encode(list(args), objects=True),
+            "kwargs": encode(dict(kwargs), objects=True),
+        }
+        model = self.model
+        if model is not None:
+            request["weights"] = encode(list(map(list, model.named_parameters())))
+        reply = self.notebook.exchange(request)
+        try:
+            value = decode(reply["value"], self.notebook.stand_in)
+            if model is not None:
+                _update(model, decode(reply.get("weights")))
+        except ChannelError as exc:
+            raise ChannelBroken(str(exc)) from None
+        # outputs that carry a gradient: connected to the inputs that require one
+        # (the model's weights among them), their backward pass computed by the
+        # notebook
+        inputs = graph_inputs((model, args, kwargs))
+        outputs = [t for t in tensors(value) if t.requires_grad]
+        if not (inputs and outputs):
+            return value
+        linked = Backward.apply(self.notebook, call, len(outputs), *outputs, *inputs)
+        return replace_tensors(
+            value, dict(zip(map(id, outputs), linked, strict=True))
+        )
+
+
+def _update(model: torch.nn.Module, weights: Any) -> None:
+    """Set a stand-in model's weights to those the notebook's model has now."""
+    parameters = dict(model.named_parameters())
+    if type(weights) is not list or sorted(parameters) != sorted(
+        str(pair[0]) for pair in weights if type(pair) is list and len(pair) == 2
+    ):
+        raise ChannelError("the model's parameters changed during the call")
+    with torch.no_grad():
+        for name, value in weights:
+            if (
+                type(value) is not torch.Tensor
+                or value.shape != parameters[name].shape
+            ):
+                raise ChannelError(f"the model's {name} changed its shape")
+            parameters[name].copy_(value)
+            parameters[name].requires_grad_(value.requires_grad)
+
+
+class NotebookClass(type):
+    """The type of a stand-in for a model class of the notebook's own: calling it
+    builds the model in the notebook."""
+
+    maker: NotebookFunction
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls.maker.call_remote(cls.__name__, args, kwargs)
+
+
+class NotebookModule(RemoteAnswer, torch.nn.Module):
+    """A model of a class of the notebook's own: its weights held here, where the
+    check reads and changes them; each of its methods runs in the notebook, on
+    them."""
+
+    notebook: Notebook
+    index: int
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def call_remote(self, name: str, args: tuple, kwargs: dict) -> Any:
+        forward = self.forward
+        if isinstance(forward, RemoteAnswer):
+            return forward.call_remote(name, args, kwargs)
+        return forward(*args, **kwargs)
+
+
+class RemoteMethod:
+    """A method of a stand-in model, which runs in the notebook."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(
+        self, model: NotebookModule | None, owner: type | None = None
+    ) -> Any:
+        if model is None:
+            return self
+        target = {"model": model.index, "method": self.name}
+        bound = NotebookFunction(model.notebook, target, [], model)
+        bound.__name__ = f"{type(model).__name__}.{self.name}"
+        return bound
 
 
 class Backward(torch.autograd.Function):
@@ -155,8 +305,8 @@ class Backward(torch.autograd.Function):
     call's inputs the notebook computes."""
 
     @staticmethod
-    def forward(ctx, function, call, n_outputs, *tensors):
-        ctx.function, ctx.call, ctx.n_outputs = function, call, n_outputs
+    def forward(ctx, notebook, call, n_outputs, *tensors):
+        ctx.notebook, ctx.call, ctx.n_outputs = notebook, call, n_outputs
         ctx.n_inputs = len(tensors) - n_outputs
         return tuple(t.detach().clone() for t in tensors[:n_outputs])
 
@@ -164,7 +314,7 @@ class Backward(torch.autograd.Function):
     def backward(ctx, *grads):
         request = {"backward": ctx.call, "grads": encode(list(grads))}
         try:
-            given = decode(ctx.function.exchange(request)["grads"])
+            given = decode(ctx.notebook.exchange(request)["grads"])
         except ChannelError as exc:
             raise ChannelBroken(str(exc)) from None
         if not (type(given) is list and len(given) == ctx.n_inputs):
@@ -202,9 +352,10 @@ def judge(connection: socket.socket, plan: dict[str, list[str]]) -> tuple[str, d
             )
         if hello.get("tampered"):
             raise ExerciseError(str(hello["tampered"]))
+        notebook = Notebook(connection)
         for name, args, kwargs in calls:
-            function = functools.partial(NotebookFunction, connection)
-            args, kwargs = decode(args, function), decode(kwargs, function)
+            args = decode(args, notebook.stand_in)
+            kwargs = decode(kwargs, notebook.stand_in)
             kwargs = {k: v for k, v in kwargs.items() if k != "seed"}
             with contextlib.redirect_stdout(output):
                 getattr(exercises, name)(*args, seed=None, **kwargs)
