@@ -2,6 +2,8 @@
 move the drawn chart in headless Chromium, without building the book."""
 
 import re
+import subprocess
+import sys
 
 import altair as alt
 import pytest
@@ -196,3 +198,19 @@ def test_every_chapter_shows_an_explorable_the_book_test_moves():
                  for m in re.findall(r'name="([\w-]+)"', cell.source)]
         assert names, f"{path.name} shows no explorable figure"
         assert set(names) <= set(listed.get(f"notebooks/{path.stem}.html", {})), f"{path.name}: {names} not in EXPLORABLES"
+
+
+def test_altair_is_imported_without_the_iri_grammar():
+    """jsonschema's check of the "iri" format (rfc3987-syntax, seconds to import)
+    is left out when the explorables import Altair; the package still imports."""
+    code = (
+        "import sys, importlib.util, attnlab.explorable\n"
+        "print('rfc3987_syntax' in sys.modules)\n"
+        "installed = importlib.util.find_spec('rfc3987_syntax') is not None\n"
+        "if installed:\n"
+        "    import rfc3987_syntax\n"
+        "print(installed, sys.modules.get('rfc3987_syntax') is not None)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    imported, installed, importable = out.split()
+    assert imported == "False" and importable == installed

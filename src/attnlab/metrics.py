@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import sacrebleu
 import torch
-from scipy import stats
 
 from attnlab._validate import check_ndim, check_shape
 
@@ -76,6 +74,10 @@ def bleu(
     corpus of sentences shorter than 4 words scores 0, even when every translation is
     right.
     """
+    # imported here: the course computes BLEU in few chapters, and sacreBLEU costs
+    # every chapter half a second at import
+    import sacrebleu
+
     _check_pairs(predictions, references)
     hyps = [" ".join(map(str, p)) for p in predictions]
     refs = [" ".join(map(str, r)) for r in references]
@@ -181,6 +183,8 @@ def mean_interval(
         )
     if not np.isfinite(array).all():
         raise ValueError("values must be finite (no NaN or infinity)")
+    from scipy import stats  # imported here: scipy.stats costs a start 0.6 s
+
     mean = float(array.mean())
     half = float(
         stats.t.ppf((1 + confidence) / 2, df=len(array) - 1)

@@ -8,7 +8,19 @@ kernel), with a static image of itself for readers without scripts and for print
 in Jupyter or Colab it is an ordinary Altair chart (:func:`show`).
 """
 
-from attnlab.explorable.addressing import ntm_addressing
+import sys
+
+# Altair imports jsonschema, which builds the grammar of rfc3987-syntax (where it
+# is installed) to check the "iri" format that no chart uses: seconds at every start
+# of a chapter. Altair is imported without it; the package can be imported later.
+if not {"jsonschema", "rfc3987_syntax"} & sys.modules.keys():
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
+    try:
+        import altair  # noqa: F401
+    finally:
+        del sys.modules["rfc3987_syntax"]
+
+from attnlab.explorable.addressing import ntm_addressing  # noqa: E402
 from attnlab.explorable.alignment import alignment_heatmaps, local_window_weights
 from attnlab.explorable.decoding import decoder_steps
 from attnlab.explorable.heads import transformer_heads
