@@ -125,16 +125,16 @@ class Notebook:
             return kind
         model = kind.__new__(kind)
         torch.nn.Module.__init__(model)
-        model.notebook, model.index = self, index
+        model._notebook, model._index = self, index
         for name, value in sent[1]:
-            owner, *path = name.split(".")[::-1]
+            leaf, *path = name.split(".")[::-1]
             module: torch.nn.Module = model
             for part in reversed(path):
                 if part not in module._modules:
                     _add(module, part, torch.nn.Module())
                 module = module._modules[part]
             parameter = torch.nn.Parameter(value, requires_grad=value.requires_grad)
-            _add(module, owner, parameter)
+            _add(module, leaf, parameter)
         return model
 
     def stand_in_class(self, kind: dict[str, Any]) -> type:
@@ -270,8 +270,8 @@ class NotebookModule(RemoteAnswer, torch.nn.Module):
     check reads and changes them; each of its methods runs in the notebook, on
     them."""
 
-    notebook: Notebook
-    index: int
+    _notebook: Notebook
+    _index: int
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
@@ -294,8 +294,8 @@ class RemoteMethod:
     ) -> Any:
         if model is None:
             return self
-        target = {"model": model.index, "method": self.name}
-        bound = NotebookFunction(model.notebook, target, [], model)
+        target = {"model": model._index, "method": self.name}
+        bound = NotebookFunction(model._notebook, target, [], model)
         bound.__name__ = f"{type(model).__name__}.{self.name}"
         return bound
 
