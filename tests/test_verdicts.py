@@ -34,6 +34,7 @@ from attnlab.teaching.channel import (
     decode,
     encode,
     graded_here,
+    library_global,
     serve,
 )
 from attnlab.teaching.release import chapter_notebooks, exercises
@@ -532,6 +533,22 @@ def test_a_stand_in_class_derives_from_the_library_only():
     assert "forward" in vars(kind) and "parameters" not in vars(kind)
     with pytest.raises(ChannelError, match="malformed class"):
         decode({"$class": [0, {"name": 1, "bases": [], "methods": []}]}, stand_ins.stand_in)
+
+
+def test_the_grader_imports_a_library_module_a_model_names_and_no_other():
+    import subprocess
+
+    assert library_global("attnlab.tasks.neighbours.NeighbourTagger") is NeighbourTagger
+    names = ["attnlab.experiments.__main__", "attnlab.teaching.grading", "json.tool"]
+    code = (
+        "import sys\n"
+        "from attnlab.teaching.channel import library_global\n"
+        f"for name in {names!r}:\n"
+        "    assert library_global(name + '.main') is None, name\n"
+        f"print([name for name in {names!r} if name in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_class_outside_the_library_is_not_loaded():

@@ -15,9 +15,12 @@ as their raw numbers (dtype, shape, bytes); a function of the notebook travels a
 number that names it. A model or a record of the library (a trained network, a
 batch, a training history) crosses in torch's weights-only format, which the grader
 reads with torch's restricted loader: tensors, plain values and the library's own
-classes (whose code is the grader's), no hooks, no attribute that hides a method. No
-pickle, no object of the notebook's own classes: whatever the notebook sends, the
-grader decodes it into new values (:func:`decode`). The other way, an input the
+classes (whose code is the grader's), no hooks, no attribute that hides a method. A
+model class of the notebook's own crosses as a number that names it, and a model of
+such a class as that number and its weights: the grader stands in for them and calls
+the notebook for each of their methods. No pickle, no object of the notebook's own
+classes: whatever the notebook sends, the grader decodes it into new values
+(:func:`decode`). The other way, an input the
 grader built that is not plain data (a model with the check's weights) travels
 pickled: the notebook trusts its grader, never the reverse. Each message is one JSON
 document after its length (4 bytes, big-endian).
@@ -331,11 +334,13 @@ def library_class(kind: type) -> bool:
 
 def library_global(name: str) -> Any:
     """The object called ``name`` (module and name) in this process, the module
-    imported first if it is one of the library's (its checks and grading
-    excepted); None if there is none."""
+    imported first if it is one of the library's (its checks, its grading and its
+    commands excepted); None if there is none."""
     module, _, qualname = name.rpartition(".")
-    ours = module.startswith("attnlab.") and not module.startswith(
-        ("attnlab.exercises", "attnlab.teaching")
+    ours = (
+        module.startswith("attnlab.")
+        and not module.startswith(("attnlab.exercises", "attnlab.teaching"))
+        and "__main__" not in module
     )
     if ours and module not in sys.modules:
         try:
