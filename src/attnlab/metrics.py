@@ -183,7 +183,7 @@ def mean_interval(
         )
     if not np.isfinite(array).all():
         raise ValueError("values must be finite (no NaN or infinity)")
-    from scipy import stats  # imported here: scipy.stats costs a start 0.6 s
+    from scipy import stats  # imported here: it takes 0.6 s to import
 
     mean = float(array.mean())
     half = float(
