@@ -114,5 +114,5 @@ def test_every_chart_fits_its_column_and_still_moves(charts, layout):
         assert not tab.evaluate(SMALL_TEXT)
         assert not tab.evaluate(CUT_TEXT)
         assert tab.evaluate("document.documentElement.scrollWidth") <= viewport[0]
-        drawn, _ = after(tab, slide(tab, "decoder", "output step", "ArrowRight"), "decoder", "top_words_marks")
+        drawn = after(tab, slide(tab, "decoder", "output step", "ArrowRight"), "decoder", "top_words_marks")
         assert drawn

