@@ -2,7 +2,6 @@
 
 import base64
 import contextlib
-import copy
 import io
 import json
 import math
@@ -35,6 +34,8 @@ from attnlab.teaching.channel import (
     encode,
     graded_here,
     library_global,
+    load_weights,
+    model_weights,
     serve,
 )
 from attnlab.teaching.release import chapter_notebooks, exercises
@@ -583,21 +584,26 @@ NOTEBOOK_MODEL_CASES = {
 
 
 def notebook_models(cell, check):
-    """What each check of NOTEBOOK_MODEL_CASES is handed after the answer."""
+    """What each check of NOTEBOOK_MODEL_CASES is handed after the answer (built
+    for that check only)."""
     torch.manual_seed(0)
-    options = {"score": "dot", "input_feeding": False}
-    luong = build_model(LuongDecoder, embed_size=8, hidden_size=8, **options)
-    sorter = PointerNet(d_input=1, d_hidden=16)
-    hooked = copy.deepcopy(sorter)
-    hooked.register_forward_hook(print)  # code of the notebook, run by the grader
     if cell == "sort-hooked-check":
+        hooked = PointerNet(d_input=1, d_hidden=16)
+        hooked.register_forward_hook(print)  # code of the notebook, run by the grader
         return (hooked,)
+    options = {"score": "dot", "input_feeding": False}
     return {
-        "check_window_mass": (luong, examples_per_length(1, 5, 14, seed=3)),
-        "check_sort_length": (sorter,),
-        "check_beam_gaps": (PointerNet(2, 16), *tsp_data(40, 7, torch.Generator())),
-        "check_source_reversal": (),
-    }[check]
+        "check_window_mass": lambda: (
+            build_model(LuongDecoder, embed_size=8, hidden_size=8, **options),
+            examples_per_length(1, 5, 14, seed=3),
+        ),
+        "check_sort_length": lambda: (PointerNet(d_input=1, d_hidden=16),),
+        "check_beam_gaps": lambda: (
+            PointerNet(2, 16),
+            *tsp_data(40, 7, torch.Generator()),
+        ),
+        "check_source_reversal": lambda: (),
+    }[check]()
 
 
 @pytest.fixture(scope="module")
@@ -695,6 +701,31 @@ def test_only_the_notebook_reads_a_pickled_model():
     copy, ones = decode(sent, objects=True)
     assert copy is not model and torch.equal(copy.weight, model.weight)
     assert torch.equal(ones, torch.ones(2))
+
+
+def test_weights_cross_as_name_tensor_pairs_and_load_back():
+    """A model's weights cross as [name, tensor] pairs and load into a model of the
+    same shape; a stand-in following the notebook's model (``whole``) also takes
+    which weights require a gradient, and refuses pairs that miss a parameter."""
+    torch.manual_seed(0)
+    source, target = torch.nn.Linear(2, 3), torch.nn.Linear(2, 3)
+    source.bias.requires_grad_(False)
+    sent = decode(encode(model_weights(source)))
+    assert [name for name, _ in sent] == ["weight", "bias"]
+    load_weights(target, sent)
+    assert torch.equal(target.weight, source.weight)
+    assert torch.equal(target.bias, source.bias) and target.bias.requires_grad
+    load_weights(target, sent, whole=True)
+    assert not target.bias.requires_grad
+    load_weights(target, sent[:1])  # the notebook may be sent some of them
+    with pytest.raises(ChannelError, match="parameters changed during the call"):
+        load_weights(target, sent[:1], whole=True)
+    with pytest.raises(ChannelError, match=r"do not fit the model \(bias\)"):
+        load_weights(target, [["bias", torch.zeros(4)]])
+    with pytest.raises(ChannelError, match="do not fit the model"):
+        load_weights(target, [["scale", torch.zeros(3)]])
+    with pytest.raises(ChannelError, match="not \\[name, tensor\\] pairs"):
+        load_weights(target, [["bias", [0.0, 0.0, 0.0]]])
 
 
 def test_the_instructors_page_names_the_exercises_judged_in_the_notebook():

@@ -124,7 +124,7 @@ def encode(
         return {key: [name, list(array.shape), data]}
     if models is not None and notebook_class(type(value)):
         models.append(value)
-        weights = [[name, encode(p)] for name, p in value.named_parameters()]
+        weights = encode(model_weights(value))
         return {"$model": [len(models) - 1, class_kind(type(value)), weights]}
     if functions is not None and notebook_class(value):
         functions.append(value)
@@ -603,7 +603,7 @@ def _answer(
         model = models[request["model"]] if method is not None else None
         if model is not None:
             fn = getattr(model, method)
-            _load_weights(model, decode(request["weights"]))
+            load_weights(model, decode(request["weights"]))
         else:
             fn = functions[request["function"]]
         args = decode(request["args"], objects=True)
@@ -615,7 +615,7 @@ def _answer(
         graphs[int(request["id"])] = (inputs, outputs)
         reply = {"value": encode(value, models=models)}
         if model is not None:
-            reply["weights"] = encode(list(map(list, model.named_parameters())))
+            reply["weights"] = encode(model_weights(model))
         return reply
     except ExerciseError as exc:
         return {"failed": str(exc), "raised": exc.raised}
@@ -625,15 +625,30 @@ def _answer(
         }
 
 
-def _load_weights(model: torch.nn.Module, weights: Any) -> None:
-    """Set ``model``'s parameters to the values ``weights`` ([name, tensor] pairs,
-    as the grader holds them)."""
+def model_weights(model: torch.nn.Module) -> list[list]:
+    """``model``'s parameters as they cross: [name, tensor] pairs."""
+    return [[name, p] for name, p in model.named_parameters()]
+
+
+def load_weights(
+    model: torch.nn.Module, weights: Any, *, whole: bool = False
+) -> None:
+    """Set ``model``'s parameters to ``weights`` ([name, tensor] pairs, as
+    :func:`model_weights` makes them). With ``whole`` (a stand-in following the
+    notebook's model after a call) the pairs must name every parameter, and each
+    parameter takes its pair's ``requires_grad`` too."""
     parameters = dict(model.named_parameters())
+    if not (type(weights) is list and all(_is_weight(pair) for pair in weights)):
+        raise ChannelError("weights that are not [name, tensor] pairs")
+    if whole and sorted(name for name, _ in weights) != sorted(parameters):
+        raise ChannelError("the model's parameters changed during the call")
     with torch.no_grad():
         for name, value in weights:
-            if name not in parameters or parameters[name].shape != value.shape:
+            if name not in parameters or value.shape != parameters[name].shape:
                 raise ChannelError(f"weights that do not fit the model ({name})")
             parameters[name].copy_(value)
+            if whole:
+                parameters[name].requires_grad_(value.requires_grad)
 
 
 def _backward(request: dict, graphs: dict) -> dict:

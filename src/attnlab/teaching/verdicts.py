@@ -60,6 +60,8 @@ from attnlab.teaching.channel import (
     graded_here,
     graph_inputs,
     library_base,
+    load_weights,
+    model_weights,
     receive,
     replace_tensors,
     send,
@@ -216,12 +218,12 @@ class NotebookFunction(RemoteAnswer):
         }
         model = self.model
         if model is not None:
-            request["weights"] = encode(list(map(list, model.named_parameters())))
+            request["weights"] = encode(model_weights(model))
         reply = self.notebook.exchange(request)
         try:
             value = decode(reply["value"], self.notebook.stand_in)
             if model is not None:
-                _update(model, decode(reply.get("weights")))
+                load_weights(model, decode(reply.get("weights")), whole=True)
         except ChannelError as exc:
             raise ChannelBroken(str(exc)) from None
         # outputs that carry a gradient: connected to the inputs that require one
@@ -235,24 +237,6 @@ class NotebookFunction(RemoteAnswer):
         return replace_tensors(
             value, dict(zip(map(id, outputs), linked, strict=True))
         )
-
-
-def _update(model: torch.nn.Module, weights: Any) -> None:
-    """Set a stand-in model's weights to those the notebook's model has now."""
-    parameters = dict(model.named_parameters())
-    if type(weights) is not list or sorted(parameters) != sorted(
-        str(pair[0]) for pair in weights if type(pair) is list and len(pair) == 2
-    ):
-        raise ChannelError("the model's parameters changed during the call")
-    with torch.no_grad():
-        for name, value in weights:
-            if (
-                type(value) is not torch.Tensor
-                or value.shape != parameters[name].shape
-            ):
-                raise ChannelError(f"the model's {name} changed its shape")
-            parameters[name].copy_(value)
-            parameters[name].requires_grad_(value.requires_grad)
 
 
 class NotebookClass(type):
