@@ -14,6 +14,7 @@ sets it beside the chapter's budget, the record ``pointer-networks``, seed by se
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from attnlab.experiments import over_seeds, pointer_networks
@@ -29,14 +30,12 @@ PAPER_ACCURACY_10 = 0.87  # Vinyals et al., Table 1: about 87% of exact hulls at
 MEASURES = ("accuracy", "coverage", "invalid")
 
 
-def run_seed(seed: int) -> dict[str, Any]:
-    """The hull model of the chapter, five times as long, under
-    ``ATTNLAB_SEED_OFFSET = seed``: its test measures and validation curve."""
-    assert seed_offset() == seed, (seed_offset(), seed)
+def hull_run(**options: Any) -> dict[str, Any]:
+    """The chapter's hull model trained with ``options`` of
+    :func:`~attnlab.experiments.pointer_networks.train_hull` changed: its test
+    measures and validation curve."""
     validation, test = pointer_networks.hull_sets()
-    model, history = pointer_networks.train_hull(
-        validation, steps=SETTINGS["hull_steps"]
-    )
+    model, history = pointer_networks.train_hull(validation, **options)
     steps, curve = history.metric("accuracy")
     return {
         "hull": {
@@ -47,7 +46,14 @@ def run_seed(seed: int) -> dict[str, Any]:
     }
 
 
-def _chapter_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_seed(seed: int) -> dict[str, Any]:
+    """The hull model of the chapter, five times as long, under
+    ``ATTNLAB_SEED_OFFSET = seed``."""
+    assert seed_offset() == seed, (seed_offset(), seed)
+    return hull_run(steps=SETTINGS["hull_steps"])
+
+
+def chapter_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The runs of the committed record ``pointer-networks`` (the chapter's budget)
     with the seeds of ``runs``."""
     seeds = [run["seed"] for run in runs]
@@ -61,7 +67,7 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     """What chapter 11 states of the longer runs, seed by seed against the chapter's
     budget (the committed record ``pointer-networks``)."""
     runs = results["runs"]
-    chapter = _chapter_runs(runs)
+    chapter = chapter_runs(runs)
     longer = {
         n: pointer_networks.hull_band(runs, n, "accuracy")
         for n in SETTINGS["hull_test_sizes"]
@@ -81,23 +87,33 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
     }
 
 
-def markdown(data: dict[str, Any]) -> str:
-    """The reproducing page's table: the hull measures by number of points, mean
-    and range over the seeds, the chapter's budget beside the longer run."""
+def hull_table(
+    data: dict[str, Any],
+    conclusions: Callable[[dict[str, Any]], dict[str, bool]],
+    budget: str,
+) -> str:
+    """A record of the changed hull model for the reproducing page: the hull
+    measures by number of points, mean and range over the seeds, the chapter's
+    exact accuracy (same seeds) beside them."""
     runs = data["results"]["runs"]
-    chapter = _chapter_runs(runs)
-    columns = ["accuracy, chapter's budget", *MEASURES]
+    chapter = chapter_runs(runs)
+    columns = ["accuracy, the chapter's run", *MEASURES]
     rows = {
         n: [pointer_networks.hull_band(chapter, n, "accuracy")]
         + [band(runs, "hull", "sizes", str(n), m) for m in MEASURES]
-        for n in SETTINGS["hull_test_sizes"]
+        for n in pointer_networks.SETTINGS["hull_test_sizes"]
     }
     lines = over_seeds.band_table("points", columns, rows)
+    return over_seeds.page(data, conclusions, budget, lines)
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """The reproducing page's table: the longer run beside the chapter's budget."""
     budget = (
         f"the hull model {SETTINGS['hull_steps']} steps, five times the chapter's"
         f" {pointer_networks.SETTINGS['hull_steps']}"
     )
-    return over_seeds.page(data, conclusions, budget, lines)
+    return hull_table(data, conclusions, budget)
 
 
 def main(argv: list[str]) -> None:

@@ -145,13 +145,15 @@ def hull_sets(n_sets: int | None = None) -> tuple[Lists, dict[int, Lists]]:
 
 
 def train_hull(
-    validation: Lists, *, steps: int | None = None
+    validation: Lists, *, steps: int | None = None, d_hidden: int | None = None
 ) -> tuple[PointerNet, History]:
-    """The hull model: a pointer network with an end token, trained from seed 0
-    on batches of one size each, cycling through 5 to 10 points; the learning
-    rate drops tenfold after 60% of the steps, and the evaluation with the most
-    exact hulls on ``validation`` is kept."""
+    """The hull model: a pointer network with an end token (``d_hidden`` units,
+    the chapter's 64 unless given), trained from seed 0 on batches of one size
+    each, cycling through 5 to 10 points; the learning rate drops tenfold after
+    60% of the steps, and the evaluation with the most exact hulls on
+    ``validation`` is kept."""
     steps = steps or SETTINGS["hull_steps"]
+    d_hidden = d_hidden or SETTINGS["d_hidden"]
     sizes, points, targets = SETTINGS["hull_sizes"], *validation
 
     def exact_hulls(model: PointerNet) -> dict[str, float]:
@@ -160,7 +162,7 @@ def train_hull(
         return {"accuracy": (indices == targets).all(dim=1).float().mean().item()}
 
     data = seed_everything(0)
-    model = PointerNet(d_input=2, d_hidden=SETTINGS["d_hidden"], end_token=True)
+    model = PointerNet(d_input=2, d_hidden=d_hidden, end_token=True)
     history = train(
         model,
         lambda step: convex_hull_data(
