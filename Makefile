@@ -45,7 +45,8 @@ robust: $(STAMP)
 # contradicts what its chapter states over seeds. The committed records in results/ are left as they are.
 RECORDS ?= scoring-retrieval encoder-decoder bahdanau-attention luong-attention soft-vs-hard parameterized-attention \
 	transformer-translation neural-turing-machines pointer-networks pointer-networks-tsp \
-	rnnenc-plateau transformer-vs-rnn pointer-tsp lstm-copy-longer pointer-hull-longer
+	rnnenc-plateau transformer-vs-rnn pointer-tsp lstm-copy-longer pointer-hull-longer \
+	pointer-hull-wider
 records: $(STAMP)
 	mkdir -p _build/records
 	for name in $(RECORDS); do \

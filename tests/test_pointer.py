@@ -417,6 +417,34 @@ def test_longer_hull_record_at_toy_size_sets_each_seed_beside_the_chapters_budge
             assert 0 <= measures["accuracy"] <= 1 and 0 <= measures["coverage"] <= 1 + 1e-6
     assert runs[0]["hull"] != runs[1]["hull"]  # another seed, other point sets
     table = pointer_hull_longer.markdown(data)
-    chapter = pointer_networks.hull_band(pointer_hull_longer._chapter_runs(runs), 10, "accuracy")
+    chapter = pointer_networks.hull_band(pointer_hull_longer.chapter_runs(runs), 10, "accuracy")
     assert f"| 10 | {chapter.mean:.3f} " in table
     assert "does not hold: five times as long: more exact hulls at 10 points on every seed" in capsys.readouterr().out
+
+
+def test_wider_hull_record_at_toy_size_trains_the_wider_model_and_reports_both_widths(
+    tmp_path, monkeypatch, capsys
+):
+    from attnlab.experiments import pointer_hull_wider, pointer_networks, record
+    from attnlab.experiments.pointer_hull_longer import chapter_runs
+
+    monkeypatch.setitem(pointer_hull_wider.SETTINGS, "hull_steps", 3)
+    monkeypatch.setitem(pointer_networks.SETTINGS, "hull_sets", 20)
+    validation, _ = pointer_networks.hull_sets()
+    model, _ = pointer_networks.train_hull(validation, steps=1, d_hidden=8)
+    assert model.d_hidden == 8  # the width asked for, not the chapter's 64
+    path = tmp_path / "wider.json"
+    with pytest.raises(SystemExit, match="contradicts"):  # three toy steps find no hull at any size
+        pointer_hull_wider.main(["--seeds", "2", "--json", str(path)])
+    data = record.load(path)
+    assert data["results"]["settings"]["d_hidden"] == 256
+    runs = data["results"]["runs"]
+    assert [run["seed"] for run in runs] == [0, 1]
+    assert sorted(runs[0]["hull"]["sizes"], key=int) == ["5", "10", "20", "50"]
+    table = pointer_hull_wider.markdown(data)
+    chapter = pointer_networks.hull_band(chapter_runs(runs), 10, "accuracy")
+    assert f"| 10 | {chapter.mean:.3f} " in table and "256 units" in table
+    out = capsys.readouterr().out
+    assert "holds: 256 units: still below the paper's about 87% at 10 points" in out
+    assert "does not hold: 256 units: exact accuracy falls from 10 to 20 to 50 points" in out
+
