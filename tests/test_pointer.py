@@ -417,7 +417,7 @@ def test_longer_hull_record_at_toy_size_sets_each_seed_beside_the_chapters_budge
             assert 0 <= measures["accuracy"] <= 1 and 0 <= measures["coverage"] <= 1 + 1e-6
     assert runs[0]["hull"] != runs[1]["hull"]  # another seed, other point sets
     table = pointer_hull_longer.markdown(data)
-    chapter = pointer_networks.hull_band(pointer_hull_longer.chapter_runs(runs), 10, "accuracy")
+    chapter = pointer_networks.hull_band(pointer_networks.chapter_runs(runs), 10, "accuracy")
     assert f"| 10 | {chapter.mean:.3f} " in table
     assert "does not hold: five times as long: more exact hulls at 10 points on every seed" in capsys.readouterr().out
 
@@ -426,7 +426,7 @@ def test_wider_hull_record_at_toy_size_trains_the_wider_model_and_reports_both_w
     tmp_path, monkeypatch, capsys
 ):
     from attnlab.experiments import pointer_hull_wider, pointer_networks, record
-    from attnlab.experiments.pointer_hull_longer import chapter_runs
+    from attnlab.experiments.pointer_networks import chapter_runs
 
     monkeypatch.setitem(pointer_hull_wider.SETTINGS, "hull_steps", 3)
     monkeypatch.setitem(pointer_networks.SETTINGS, "hull_sets", 20)
@@ -447,4 +447,3 @@ def test_wider_hull_record_at_toy_size_trains_the_wider_model_and_reports_both_w
     out = capsys.readouterr().out
     assert "holds: 256 units: still below the paper's about 87% at 10 points" in out
     assert "does not hold: 256 units: exact accuracy falls from 10 to 20 to 50 points" in out
-

@@ -14,36 +14,22 @@ sets it beside the chapter's budget, the record ``pointer-networks``, seed by se
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from attnlab.experiments import over_seeds, pointer_networks
-from attnlab.experiments.record import published
+from attnlab.experiments.pointer_networks import (
+    PAPER_ACCURACY_10,
+    chapter_runs,
+    hull_run,
+    hull_table,
+)
 from attnlab.runmode import seed_offset
-from attnlab.seedband import band, every_seed
+from attnlab.seedband import every_seed
 
 SETTINGS: dict[str, Any] = {
     "hull_steps": 5 * pointer_networks.SETTINGS["hull_steps"],
     "hull_test_sizes": pointer_networks.SETTINGS["hull_test_sizes"],
 }
-PAPER_ACCURACY_10 = 0.87  # Vinyals et al., Table 1: about 87% of exact hulls at 10
-MEASURES = ("accuracy", "coverage", "invalid")
-
-
-def hull_run(**options: Any) -> dict[str, Any]:
-    """The chapter's hull model trained with ``options`` of
-    :func:`~attnlab.experiments.pointer_networks.train_hull` changed: its test
-    measures and validation curve."""
-    validation, test = pointer_networks.hull_sets()
-    model, history = pointer_networks.train_hull(validation, **options)
-    steps, curve = history.metric("accuracy")
-    return {
-        "hull": {
-            "sizes": pointer_networks.hull_report(model, test),
-            "val_steps": steps,
-            "val_accuracy": curve,
-        }
-    }
 
 
 def run_seed(seed: int) -> dict[str, Any]:
@@ -51,16 +37,6 @@ def run_seed(seed: int) -> dict[str, Any]:
     ``ATTNLAB_SEED_OFFSET = seed``."""
     assert seed_offset() == seed, (seed_offset(), seed)
     return hull_run(steps=SETTINGS["hull_steps"])
-
-
-def chapter_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs of the committed record ``pointer-networks`` (the chapter's budget)
-    with the seeds of ``runs``."""
-    seeds = [run["seed"] for run in runs]
-    chapter = published("pointer-networks")["results"]["runs"]
-    return sorted(
-        (run for run in chapter if run["seed"] in seeds), key=lambda r: r["seed"]
-    )
 
 
 def conclusions(results: dict[str, Any]) -> dict[str, bool]:
@@ -85,26 +61,6 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
             for small, large in [(10, 20), (20, 50)]
         ),
     }
-
-
-def hull_table(
-    data: dict[str, Any],
-    conclusions: Callable[[dict[str, Any]], dict[str, bool]],
-    budget: str,
-) -> str:
-    """A record of the changed hull model for the reproducing page: the hull
-    measures by number of points, mean and range over the seeds, the chapter's
-    exact accuracy (same seeds) beside them."""
-    runs = data["results"]["runs"]
-    chapter = chapter_runs(runs)
-    columns = ["accuracy, the chapter's run", *MEASURES]
-    rows = {
-        n: [pointer_networks.hull_band(chapter, n, "accuracy")]
-        + [band(runs, "hull", "sizes", str(n), m) for m in MEASURES]
-        for n in pointer_networks.SETTINGS["hull_test_sizes"]
-    }
-    lines = over_seeds.band_table("points", columns, rows)
-    return over_seeds.page(data, conclusions, budget, lines)
 
 
 def markdown(data: dict[str, Any]) -> str:

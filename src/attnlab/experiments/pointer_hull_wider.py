@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from attnlab.experiments import over_seeds, pointer_networks
-from attnlab.experiments.pointer_hull_longer import (
+from attnlab.experiments.pointer_networks import (
     PAPER_ACCURACY_10,
     chapter_runs,
     hull_run,
