@@ -3,12 +3,12 @@
 
 Every decoder follows the same loop, written as three methods:
 
-* * ``decode_init(encoded) -> state``: the decoder's starting state, built from the
+* ``decode_init(encoded) -> state``: the decoder's starting state, built from the
   encoder's output;
-* * ``decode_step(state, x) -> (logits, state, weights)``: read the previous word
+* ``decode_step(state, x) -> (logits, state, weights)``: read the previous word
   ``x``, update the state, score every next word; ``weights (B, S)`` are the
   attention weights over the source (``None`` without attention);
-* * ``decode(encoded, targets=None, max_len=None)``: run the steps, feeding the true
+* ``decode(encoded, targets=None, max_len=None)``: run the steps, feeding the true
   previous word (teacher forcing, when ``targets`` are given) or the model's own
   prediction (inference).
 

@@ -1,17 +1,16 @@
 """RNN decoders with *simple* (parameter-free) and *parameterized* (query/key/value)
 attention.
 
-Both follow the equations of chapter 7, with encoder states ``Y_e = [y_e(1)
-... y_e(S)]`` and the
-decoder state ``y_d(t)``:
+Both follow the equations of chapter 7, with encoder states
+``Y_e = [y_e(1) ... y_e(S)]`` and the decoder state ``y_d(t)``:
 
-* * the decoder RNN reads its previous output word, ``y_d(t) = RNN(y_d(t-1),
+* the decoder RNN reads its previous output word, ``y_d(t) = RNN(y_d(t-1),
   y(t-1))``;
-* * simple attention: ``a(t) = softmax(Y_e^T y_d(t))`` and ``y_a(t) = Y_e a(t)`` (no
+* simple attention: ``a(t) = softmax(Y_e^T y_d(t))`` and ``y_a(t) = Y_e a(t)`` (no
   attention parameters);
-* * parameterized attention: ``a(t) = softmax((W^K Y_e)^T (W^Q y_d(t)))`` and
+* parameterized attention: ``a(t) = softmax((W^K Y_e)^T (W^Q y_d(t)))`` and
   ``y_a(t) = (W^V Y_e) a(t)``;
-* * the output: ``y(t) = softmax(W^o [y_d(t); y_a(t)])``.
+* the output: ``y(t) = softmax(W^o [y_d(t); y_a(t)])``.
 
 Unlike :class:`~attnlab.seq2seq.AttentionDecoder` (Bahdanau), the query is the
 *current* state ``y_d(t)``, and the attention vector goes only into the output, not
@@ -27,10 +26,16 @@ from torch import nn
 from attnlab._validate import check_ndim, check_positive, shape_of
 from attnlab.attention import attend, dot_score
 from attnlab.selfattention import ProjectedAttention
-from attnlab.seq2seq import DecoderBase, Encoded, Encoder, Seq2Seq, State
+from attnlab.seq2seq import (
+    RNNS,
+    DecoderBase,
+    Encoded,
+    Encoder,
+    Seq2Seq,
+    State,
+    check_cell,
+)
 from attnlab.tasks.translation import SOURCE_VOCAB, TARGET_VOCAB
-
-_CELLS = {"gru": nn.GRUCell, "lstm": nn.LSTMCell}
 
 
 class SlideAttentionDecoder(DecoderBase):
@@ -57,8 +62,7 @@ class SlideAttentionDecoder(DecoderBase):
         eos_id: int = 2,
     ) -> None:
         super().__init__(vocab_size, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
-        if cell not in _CELLS:
-            raise ValueError(f"cell must be one of {sorted(_CELLS)}, got {cell!r}")
+        check_cell(cell)
         for name, value in [
             ("embed_size", embed_size),
             ("hidden_size", hidden_size),
@@ -74,7 +78,7 @@ class SlideAttentionDecoder(DecoderBase):
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
         self.init = nn.Linear(context_size, hidden_size)
         # y_d(t) from y_d(t-1) and y(t-1)
-        self.rnn = _CELLS[cell](embed_size, hidden_size)
+        self.rnn = RNNS[cell][1](embed_size, hidden_size)
         self.output = nn.Linear(hidden_size + attention_size, vocab_size)  # W^o
 
     def check_encoded(self, encoded: Encoded) -> None:

@@ -1,12 +1,12 @@
 """The Transformer (Vaswani et al., 2017) assembled from the course's pieces:
 attention in three places.
 
-* * **encoder self-attention**: every source word attends to every source word
+* **encoder self-attention**: every source word attends to every source word
   (padding masked);
-* * **masked decoder self-attention**: every target position attends to itself and
+* **masked decoder self-attention**: every target position attends to itself and
   the positions before it (:func:`causal_mask`), so that teacher forcing can run all
   positions at once without looking ahead;
-* * **cross-attention**: every target position attends to the encoder's states, the
+* **cross-attention**: every target position attends to the encoder's states, the
   parameterized attention of the previous chapter with the scaled dot product and
   several heads.
 
