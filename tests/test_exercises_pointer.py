@@ -565,7 +565,7 @@ def shortest_of_beam(model, points, width):
 
 def good_beam_gaps(model, points, tours, widths):
     optimal = geometry.tour_length(points, tours)
-    return {w: shortest_of_beam(model, points, w)[0].mean().item() / optimal.mean().item() - 1 for w in widths}
+    return {w: (shortest_of_beam(model, points, w)[0] / optimal).mean().item() - 1 for w in widths}
 
 
 def test_beam_gaps_accepts_the_reference(tsp_case, capsys):
@@ -580,19 +580,19 @@ def test_beam_gaps_accepts_the_reference(tsp_case, capsys):
 
 def most_probable(model, points, tours, widths):
     optimal = geometry.tour_length(points, tours)
-    return {w: shortest_of_beam(model, points, w)[1].mean().item() / optimal.mean().item() - 1 for w in widths}
+    return {w: (shortest_of_beam(model, points, w)[1] / optimal).mean().item() - 1 for w in widths}
 
 
-def mean_of_ratios(model, points, tours, widths):
+def gap_of_means(model, points, tours, widths):
     optimal = geometry.tour_length(points, tours)
-    return {w: (shortest_of_beam(model, points, w)[0] / optimal).mean().item() - 1 for w in widths}
+    return {w: shortest_of_beam(model, points, w)[0].mean().item() / optimal.mean().item() - 1 for w in widths}
 
 
 @pytest.mark.parametrize(
     ("wrong", "message"),
     [
         (most_probable, "most probable"),
-        (mean_of_ratios, "ratios of the single instances"),
+        (gap_of_means, "mean of each instance's gap"),
         (lambda m, p, t, ws: {w: 100 * g for w, g in good_beam_gaps(m, p, t, ws).items()}, "percent"),
         (lambda m, p, t, ws: {w: 1 + g for w, g in good_beam_gaps(m, p, t, ws).items()}, "minus 1"),
         (lambda m, p, t, ws: dict.fromkeys(ws, good_beam_gaps(m, p, t, [ws[-1]])[ws[-1]]), "every width"),
@@ -600,7 +600,7 @@ def mean_of_ratios(model, points, tours, widths):
         (lambda m, p, t, ws: good_beam_gaps(m, p, t, [1, 2]), "one gap per width"),
         (stub, "not implemented yet"),
     ],
-    ids=["most-probable", "mean-of-ratios", "percent", "ratio", "ignores-width", "list", "wrong-widths", "stub"],
+    ids=["most-probable", "gap-of-means", "percent", "ratio", "ignores-width", "list", "wrong-widths", "stub"],
 )
 def test_beam_gaps_rejects_typical_mistakes(tsp_case, wrong, message):
     with pytest.raises(ExerciseError, match=message):
