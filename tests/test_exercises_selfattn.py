@@ -23,6 +23,7 @@ from attnlab.selfattention import (
     SelfAttentionEncoder,
 )
 from attnlab.simple_attention import SimpleAttentionDecoder
+from attnlab.tasks.neighbours import NeighbourTagger, train_tagger
 from attnlab.tasks.translation import (
     SOURCE_VOCAB,
     make_batch,
@@ -499,6 +500,16 @@ def test_experiment_rejects_malformed_answers(test_batch, answer, message):
 def test_experiment_check_needs_no_fixed_test_batch_layout():
     batch = SimpleNamespace(src=torch.tensor([[3, 4, 5, 0]]), src_mask=torch.tensor([[True, True, True, False]]))
     check_head_experiment(tagger_experiment(batch), batch)
+
+
+def test_the_library_s_tagger_run_is_what_the_experiment_asked_for(test_batch):
+    """Chapter 7 runs train_tagger for its prediction exercise: the check of the
+    experiment it replaced accepts it (one head, positions, the accuracy of the
+    returned model on the test batch)."""
+    check_head_experiment(lambda n_heads, steps: train_tagger(n_heads, steps, test_batch), test_batch)
+    model, accuracy = train_tagger(2, 2, test_batch)
+    assert isinstance(model, NeighbourTagger) and {m.n_heads for m in model.modules() if hasattr(m, "n_heads")} == {2}
+    assert 0.0 <= accuracy <= 1.0
 
 
 # --- the learned scale: ScaledSimpleDecoder ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ from attnlab.exercises import (
     check_norm_experiment,
     check_sinusoidal_positions,
 )
+from attnlab.experiments.transformer_translation import norm_experiment
 from attnlab.tasks.translation import (
     SOURCE_VOCAB,
     TARGET_VOCAB,
@@ -277,6 +278,14 @@ def test_norm_experiment_accepts_a_right_answer(capsys):
 def test_norm_experiment_rejects_typical_mistakes(wrong, message):
     with pytest.raises(ExerciseError, match=message):
         check_norm_experiment(wrong, steps=1)
+
+
+def test_the_library_s_norm_experiment_is_what_the_exercise_asked_for(capsys):
+    """Chapter 8 runs norm_experiment for its prediction exercise: the check of the
+    experiment it replaced accepts it (each order in every layer, each accuracy the
+    model's own on the held-out sentences)."""
+    check_norm_experiment(norm_experiment, steps=2)
+    assert "passed" in capsys.readouterr().out
 
 
 def test_norm_experiment_stub():
