@@ -14,6 +14,7 @@ import torch  # noqa: E402
 
 from attnlab import plot  # noqa: E402
 from attnlab.plot import COLUMN_INCHES, SMALLEST_PT, heatmap, rendered_points  # noqa: E402
+from attnlab.selfattention import sinusoidal_positions  # noqa: E402
 from tests.notebook_files import NOTEBOOKS, read  # noqa: E402
 
 
@@ -94,6 +95,10 @@ FIGURES = {
         "four side by side": lambda: plot.sequence_images(
             {f"head {h}": _weights(41, 17, h) for h in range(4)}, side_by_side=True),
     },
+    "clock_hands": {
+        "three pairs, six positions (chapter 9)": lambda: plot.clock_hands(
+            sinusoidal_positions(6, 128), pairs=[0, 8, 16], positions=range(6)),
+    },
     "tours": {
         "10 cities, two tours (chapter 12)": lambda: plot.tours(
             POINTS[:10], {"optimal": list(range(10)), "pointer net, greedy": [0, 2, 1, 3, 4, 5, 6, 7, 9, 8]},
@@ -132,6 +137,27 @@ def test_every_figure_function_of_the_module_is_drawn():
         if not name.startswith("_") and inspect.isfunction(value) and value.__module__ == plot.__name__
     }
     assert public - {"rendered_points"} == set(FIGURES)
+
+
+def test_each_clock_hand_points_to_its_pair_of_features():
+    table = torch.tensor([[0.0, 1.0, 0.6, 0.8], [1.0, 0.0, -0.8, 0.6], [0.0, -1.0, 1.0, 0.0]])
+    fig = plot.clock_hands(table, pairs=[0, 1], positions=[0, 2])
+    for (row, column), ax in np.ndenumerate(np.array(fig.axes).reshape(2, 2)):
+        i, t = (0, 1)[row], (0, 2)[column]
+        hand = ax.lines[2].get_xydata()  # circle, the first position's hand, this hand
+        assert hand[0] == pytest.approx([0, 0]) and hand[1] == pytest.approx(table[t, [2 * i + 1, 2 * i]].tolist())
+        assert ax.lines[1].get_xydata()[1] == pytest.approx(table[0, [2 * i + 1, 2 * i]].tolist())
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["t = 0", "t = 2"]
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(("pairs", "positions", "message"), [
+    ([2], [0], "pair 2 needs features 4 and 5"),
+    ([0], [3], "position 3 is outside"),
+])
+def test_clock_hands_name_what_the_table_lacks(pairs, positions, message):
+    with pytest.raises(ValueError, match=message):
+        plot.clock_hands(torch.zeros(3, 4), pairs, positions)
 
 
 def test_the_readability_measure_finds_small_text():

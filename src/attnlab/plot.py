@@ -335,6 +335,61 @@ def sequence_images(
     return fig
 
 
+def clock_hands(
+    table: torch.Tensor | np.ndarray,
+    pairs: Sequence[int],
+    positions: Sequence[int],
+) -> Figure:
+    """Feature pairs of a positional encoding ``table (T, d)`` as clock hands: the
+    hand of pair ``i`` at position ``t`` points to ``(table[t, 2i + 1], table[t,
+    2i])``, the cosine across and the sine up. One row per pair, one column per
+    position; a dotted grey line marks the hand of the first position shown."""
+    values = _numpy(table).astype(float)
+    if values.ndim != 2:
+        raise ValueError(f"table must have shape (T, d), got {values.shape}")
+    for i in pairs:
+        if not 0 <= 2 * i + 1 < values.shape[1]:
+            raise ValueError(
+                f"pair {i} needs features {2 * i} and {2 * i + 1}, but the table"
+                f" has {values.shape[1]} features"
+            )
+    for t in positions:
+        if not 0 <= t < values.shape[0]:
+            raise ValueError(
+                f"position {t} is outside the table's {values.shape[0]} positions"
+            )
+    positions, size = list(positions), 1.0
+    fig, axes = plt.subplots(
+        len(pairs),
+        len(positions),
+        figsize=(size * len(positions) + 1.0, size * len(pairs) + 0.4),
+        squeeze=False,
+    )
+    circle = np.linspace(0, 2 * np.pi, 120)
+    for row, i in enumerate(pairs):
+        start = values[positions[0], [2 * i + 1, 2 * i]]
+        for column, t in enumerate(positions):
+            ax = axes[row, column]
+            x, y = values[t, 2 * i + 1], values[t, 2 * i]
+            ax.plot(np.cos(circle), np.sin(circle), color="#BBBBBB", lw=1)
+            ax.plot([0, start[0]], [0, start[1]], color="#999999", lw=1, ls=":")
+            ax.plot([0, x], [0, y], color="#0072B2", lw=2.5, solid_capstyle="round")
+            ax.plot([x], [y], "o", color="#0072B2", ms=4)
+            ax.set_xlim(-1.15, 1.15)
+            ax.set_ylim(-1.15, 1.15)
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+            if row == 0:
+                ax.set_title(f"t = {t}", fontsize=10)
+            if column == 0:
+                ax.set_ylabel(f"features\n{2 * i}, {2 * i + 1}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def _closed_paths(
     points: np.ndarray, paths: dict[str, Sequence[int]], ax: Axes, legend: Callable
 ) -> None:
