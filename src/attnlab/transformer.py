@@ -429,8 +429,8 @@ class DecoderLayer(nn.Module):
 
 
 class LearnedPositions(nn.Module):
-    """Learned positional embeddings: one trained vector per position ``0 .. max_len
-    - - 1``.
+    """Learned positional embeddings: one trained vector per position, ``0`` to
+    ``max_len - 1``.
 
     ``forward(length) -> (length, d_model)``, the first ``length`` rows of ``weight
     (max_len, d_model)`` (initialised with entries of standard deviation 0.1). A

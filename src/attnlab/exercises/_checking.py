@@ -3,14 +3,14 @@ explain what is wrong.
 
 A check is a function decorated with :func:`exercise_check`. The decorator
 
-- - registers it in :data:`CHECKS` with the library code the exercise asks the
+- registers it in :data:`CHECKS` with the library code the exercise asks the
   student to write, so that tests can verify that no chapter shows that code before
   the exercise;
-- - rejects an answer that delegates to that library code, or to the check's own
+- rejects an answer that delegates to that library code, or to the check's own
   ``_reference_*`` functions;
-- - turns every failure into an :class:`ExerciseError` whose message says what is
+- turns every failure into an :class:`ExerciseError` whose message says what is
   wrong, never a raw traceback from inside the check, and never the expected value;
-- - when the check is called with ``seed=None`` (as the graded hidden tests do),
+- when the check is called with ``seed=None`` (as the graded hidden tests do),
   draws fresh inputs and names the seed in the message, so that the failing case can
   be replayed.
 """

@@ -8,11 +8,11 @@ tensors too.
 
 Conventions:
 
-- - a **tour** is a permutation of ``0..n-1`` that starts at city 0; its length is
+- a **tour** is a permutation of ``0..n-1`` that starts at city 0; its length is
   that of the *closed* tour (back to the start). Optimal tours are written in the
   direction whose second city has the smaller index, so each tour has exactly one
   label.
-- - a **hull** is the list of its vertices counter-clockwise, starting at the vertex
+- a **hull** is the list of its vertices counter-clockwise, starting at the vertex
   with the lowest index. In a batch, the end marker ``n`` closes each hull and ``PAD
   = -1`` (the pointer network's padding) fills the rest of the row.
 """

@@ -9,11 +9,11 @@ a plural noun (``big red dogs see cats because old kings love birds``).
 
 The translation rule (:func:`translate`) has three steps, applied clause by clause:
 
-1. 1. **swap**: a noun moves in front of the adjectives directly before it (``big red
+1. **swap**: a noun moves in front of the adjectives directly before it (``big red
    dogs`` -> ``dogs big red``);
-2. 2. **map**: every word is replaced through a one-to-one dictionary (``dogs`` ->
+2. **map**: every word is replaced through a one-to-one dictionary (``dogs`` ->
    ``perros``);
-3. 3. **reverse**: the body of every subordinate clause is written backwards (the
+3. **reverse**: the body of every subordinate clause is written backwards (the
    subordinator stays first).
 
 Every target word comes from exactly one source word, so the true alignment is a

@@ -7,11 +7,11 @@ cell with a ``:label:``; for a code exercise, a solution cell (the answer betwee
 exercise, a markdown cell tagged ``solution`` whose metadata gives its points and
 rubric. From these marks this module writes
 
-- - an nbgrader *source* notebook (:func:`course_source`): solution cells, autograded
+- an nbgrader *source* notebook (:func:`course_source`): solution cells, autograded
   check cells with points and hidden tests that draw fresh inputs, locked question
   cells, and manually graded answer cells whose text holds the worked answer and the
   rubric (instructors only);
-- - the students' notebook (:func:`student_version`): what ``nbgrader
+- the students' notebook (:func:`student_version`): what ``nbgrader
   generate_assignment`` releases from that source, with the same cells and the same
   nbgrader metadata, so that a notebook done in Colab can be collected and
   autograded.
