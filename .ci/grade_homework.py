@@ -16,10 +16,13 @@ then submit notebooks made from that students' version and grade them with `pyth
   attnlab.teaching.sandbox);
 - wrong: typical wrong answers kept in tests/wrong_answers/ (loses exactly those exercises' points);
 - tampered: the wrong answers, plus a cell that rebinds every check in the notebook and in the package and
-  patches the checks' helper, the check cell of a wrong answer deleted, another check cell's points edited, one
-  right answer that loops forever (asleep: the chapter graded meanwhile keeps the CPU) and one with a syntax error
-  (gains nothing; loses the looping and the broken exercises; the deleted cell is restored, the time-out reported,
-  and the feedback says which exercise loops and which has a syntax error);
+  patches the checks' helper, the check cell of a wrong answer deleted, another check cell's points edited, a right
+  answer with a syntax error (where one is left that no later check needs) and, in the first chapter given (every chapter with --loop-everywhere), an answer
+  that loops forever: the one the fewest later cells call, since each call waits for the time-out, asleep so that
+  the chapter graded meanwhile keeps the CPU (gains nothing; loses the looping and the broken exercises; the deleted
+  cell is restored, the time-out reported, and the feedback says which exercise loops and which has a syntax
+  error). The time-out is the grader's, the same in every chapter, and tests/test_class_grading.py times out loops
+  with workers and serially; a loop in every chapter would add a time-out's wait to each;
 - delegator: the worked solutions, each answer whose check is handed one of its functions (and that no later check
   needs) replaced by one that switches the profiler off and calls the library's own version (loses those exercises,
   noted: the grader reads the answers' code, attnlab.teaching.delegation);
@@ -35,7 +38,8 @@ something, ten times the slowest machine's seconds), and that no feedback page s
 rubric or a path of the grading machine. Prints the table; exits non-zero on any
 mismatch.
 
-    python .ci/grade_homework.py [--courses _build/grading] [--jobs 2] [--no-sandbox] [notebooks/01_*.ipynb ...]
+    python .ci/grade_homework.py [--courses _build/grading] [--jobs 2] [--no-sandbox] [--loop-everywhere]
+        [notebooks/01_*.ipynb ...]
 
 (`--no-sandbox` grades as an instructor without bubblewrap would: the attacking submission then succeeds and the
 script says how; it really rewrites the installed package and starts processes, so run it only in a throwaway copy.)
@@ -221,9 +225,10 @@ def delegation(nb: nbformat.NotebookNode, exercise) -> str:
 
 
 def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str,
-                course: Path) -> tuple[dict, dict, dict]:
+                course: Path, loop: bool = True) -> tuple[dict, dict, dict]:
     """The submissions of one chapter (its notebook named ``file_name``, graded in ``course``), the expected
-    (status, points, notes) of each student, and what some students' feedback pages must say."""
+    (status, points, notes) of each student, and what some students' feedback pages must say. With ``loop``, the
+    tampered submission has an answer that loops forever."""
     untouched = student_version(nb)
     found = exercises(nb)
     code = [e for e in found if e.kind == "code"]
@@ -242,20 +247,23 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
             mistaken.cells[exercise.answer].source = wrong[exercise.label]
             lost += exercise.points
     tampered = copy.deepcopy(mistaken)
-    def used_later(exercise, checks_only: bool = False) -> bool:
-        """Whether a later cell (a later check cell) calls a function this exercise's answer defines."""
+    def later_calls(exercise, checks_only: bool = False) -> int:
+        """How many later cells (later check cells) call a function this exercise's answer defines."""
         names = re.findall(r"^def (\w+)", nb.cells[exercise.answer].source, flags=re.MULTILINE)
         later = [c.source for c in nb.cells[exercise.check + 1:] if c.cell_type == "code"]
         later = [source for source in later if "check_" in source or not checks_only]
-        return any(re.search(rf"\b{name}\b", source) for name in names for source in later)
+        return sum(any(re.search(rf"\b{name}\b", source) for name in names) for source in later)
 
     deleted = next(e for e in code if e.label in wrong)
     right = [e for e in code if e.label not in wrong]
-    # an answer that loops forever: a right one that only its own check calls (one time-out) where there is one
-    looping = next((e for e in right if not used_later(e)), (right or [e for e in code if e is not deleted])[0])
-    tampered.cells[looping.answer].source = with_region(nb.cells[looping.answer].source, LOOP, replace=True)
+    # an answer that loops forever: one that the fewest later cells call (each call is a time-out), a right one
+    # where that ties
+    looping = min((e for e in code if e is not deleted), key=lambda e: (later_calls(e), e.label in wrong)) \
+        if loop else None
+    if looping is not None:
+        tampered.cells[looping.answer].source = with_region(nb.cells[looping.answer].source, LOOP, replace=True)
     # a right answer with a syntax error, where one is left that no later check needs: its feedback must say so
-    broken = next((e for e in right if e is not looping and not used_later(e, checks_only=True)), None)
+    broken = next((e for e in right if e is not looping and not later_calls(e, checks_only=True)), None)
     if broken is not None:
         tampered.cells[broken.answer].source = solution_code(nb.cells[broken.answer].source) + "\n    return ("
     edited = next((e for e in code if e not in (looping, deleted, broken)), deleted)
@@ -293,17 +301,17 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
                                    f"renamed back to {other.label}; cell type restored in {first.label}-check"),
         "attacker": (GRADED, 0.0, ""),
         "wrong": (GRADED, auto - lost, ""),
-        "tampered": (GRADED, auto - lost - spoiled,
-                     f"deleted cells restored: {deleted.label}-check; time-out in {looping.label}"),
+        "tampered": (GRADED, auto - lost - spoiled, f"deleted cells restored: {deleted.label}-check"
+                     + (f"; time-out in {looping.label}" if looping else "")),
         "cheater": (GRADED, 0.0, f"tampering detected in {code[0].label}-check"),
         "not-a-notebook": (UNGRADABLE, 0.0, "not a notebook"),
         "empty": (UNGRADABLE, 0.0, "empty file"),
         "absent": (NOT_SUBMITTED, 0.0, ""),
     }
-    feedback = {"tampered": ["loops forever"] + (["has a syntax error"] if broken else [])}
+    feedback = {"tampered": (["loops forever"] if looping else []) + (["has a syntax error"] if broken else [])}
     # the worked solutions, with every answer that no later check needs and whose check is handed one of its
     # functions replaced by one that switches the profiler off and calls the library's own version
-    delegated = [e for e in code if not used_later(e, checks_only=True) and delegation(nb, e)]
+    delegated = [e for e in code if not later_calls(e, checks_only=True) and delegation(nb, e)]
     if delegated:
         delegator = copy.deepcopy(solved)
         for e in delegated:
@@ -365,16 +373,17 @@ def solution_lines(nb: nbformat.NotebookNode) -> set[str]:
     return lines
 
 
-def grade_chapter(path: Path, course: Path, wrong: dict[str, str], sandbox: bool = True) -> tuple[list[str], list[str]]:
+def grade_chapter(path: Path, course: Path, wrong: dict[str, str], sandbox: bool = True,
+                  loop: bool = True) -> tuple[list[str], list[str]]:
     """Release, submit and grade one chapter in its own course folder (each notebook in the sandbox unless
-    ``sandbox`` is false); returns (table rows, failures)."""
+    ``sandbox`` is false; with ``loop``, the tampered submission loops); returns (table rows, failures)."""
     stem = path.stem
     write_course([path], course)
     nb = nbformat.read(path, as_version=4)
     nbgrader("generate_assignment", stem, "--force", course=course)
     released = nbformat.read(course / "release" / stem / path.name, as_version=4)
     failures = [f"{stem}: {p}" for p in same_release(released, student_version(nb))]
-    subs, expected, says = submissions(nb, wrong, path.name, course)
+    subs, expected, says = submissions(nb, wrong, path.name, course, loop)
     for student, submission in subs.items():
         folder = course / "submitted" / student / stem
         folder.mkdir(parents=True, exist_ok=True)
@@ -432,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder for the courses, one per chapter")
     parser.add_argument("--no-sandbox", action="store_true", help="grade without attnlab.teaching.sandbox")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="chapters graded at once")
+    parser.add_argument("--loop-everywhere", action="store_true",
+                        help="a looping answer in every chapter's tampered submission (default: the first chapter's)")
     args = parser.parse_args(argv)
     paths = args.notebooks or chapter_notebooks(ROOT / "notebooks")
     courses = args.courses.resolve()
@@ -443,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     # one process per chapter: nbgrader's API grades in-process, and two chapters must not share one
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         graded = list(pool.map(grade_chapter, paths, [courses / p.stem for p in paths], [wrong] * len(paths),
-                               [not args.no_sandbox] * len(paths)))
+                               [not args.no_sandbox] * len(paths),
+                               [args.loop_everywhere or i == 0 for i in range(len(paths))]))
     print(f"{'chapter':34} {'student':15} {'status':20} {'points':>6} {'expected':>8} {'s':>5}  notes")
     failures = []
     for rows, chapter_failures in graded:

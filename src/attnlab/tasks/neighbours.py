@@ -78,8 +78,10 @@ def neighbour_loss(model: nn.Module, batch: TranslationBatch) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 2), labels.flatten())
 
 
+@torch.no_grad()
 def neighbour_accuracy(model: nn.Module, batch: TranslationBatch) -> float:
-    """The share of both neighbours of the real words that ``model`` names."""
+    """The share of both neighbours of the real words that ``model`` names (nothing
+    is learned here: no gradient is kept)."""
     labels = neighbour_labels(batch.src, batch.src_mask)
     hits = model(batch.src, batch.src_mask).argmax(-1) == labels
     return hits[labels >= 0].float().mean().item()
