@@ -104,6 +104,10 @@ FIGURES = {
             POINTS[:10], {"optimal": list(range(10)), "pointer net, greedy": [0, 2, 1, 3, 4, 5, 6, 7, 9, 8]},
             title="test instance 123: greedy +12.3%"),
     },
+    "held_karp_step": {
+        "S = {1, 2, 3, 4}, j = 3 (chapter 12)": lambda: plot.held_karp_step(POINTS[:6], [1, 2, 3, 4], 3),
+        "five predecessors": lambda: plot.held_karp_step(POINTS[:8], [1, 2, 3, 4, 5, 6], 6),
+    },
     "hulls": {
         "50 points (chapter 11)": lambda: plot.hulls(
             POINTS, {"true hull": [0, 1, 2, 3, 4, 5], "predicted": [0, 2, 1, 3, 4]}, title="n = 50"),
@@ -137,6 +141,22 @@ def test_every_figure_function_of_the_module_is_drawn():
         if not name.startswith("_") and inspect.isfunction(value) and value.__module__ == plot.__name__
     }
     assert public - {"rendered_points"} == set(FIGURES)
+
+
+def test_the_held_karp_step_marks_the_smallest_way_into_j():
+    from attnlab.tasks import shortest_path
+
+    subset, end = [1, 2, 4, 5, 7], 4
+    fig = plot.held_karp_step(POINTS[:8], subset, end)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert [t.splitlines()[0] for t in titles] == [f"k = {k}" for k in (1, 2, 5, 7)]
+    totals = [float(t.splitlines()[1].split(" = ")[1]) for t in titles]
+    marked = [i for i, t in enumerate(titles) if "minimum" in t]
+    assert marked == [int(np.argmin(totals))]
+    assert totals[marked[0]] == pytest.approx(shortest_path(POINTS[:8], subset, end)[1], abs=0.006)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at least one other city"):
+        plot.held_karp_step(POINTS[:8], [3], 3)
 
 
 def test_each_clock_hand_points_to_its_pair_of_features():

@@ -18,6 +18,7 @@ from attnlab.tasks import (
     nearest_neighbour_tour,
     optimality_gaps,
     polygon_area,
+    shortest_path,
     solve_tsp,
     solve_tsp_batch,
     sorting_data,
@@ -108,6 +109,33 @@ def test_held_karp_known_optimum_and_canonical_direction():
     positions[around] = np.arange(8)
     steps = np.diff(positions[np.append(tour, tour[0])]) % 8
     assert set(steps.tolist()) <= {1, 7}
+
+
+def test_shortest_path_is_held_karps_recurrence_and_closes_the_optimal_tour():
+    points = np.random.default_rng(5).random((7, 2))
+    dist = cdist(points, points)
+    for subset in ([1, 2, 3, 4], [2, 5, 6], [1, 2, 3, 4, 5, 6]):
+        for j in subset:
+            path, length = shortest_path(points, subset, j)
+            assert path[0] == 0 and path[-1] == j and sorted(path[1:]) == sorted(subset)
+            assert length == pytest.approx(sum(dist[a, b] for a, b in itertools.pairwise(path)), abs=1e-12)
+            rest = [k for k in subset if k != j]
+            expected = (min(shortest_path(points, rest, k)[1] + dist[k, j] for k in rest) if rest
+                        else dist[0, j])
+            assert length == pytest.approx(expected, abs=1e-12)  # cost(S, j) = min_k cost(S - {j}, k) + d(k, j)
+    full = range(1, 7)
+    closed = min(shortest_path(points, full, j)[1] + dist[j, 0] for j in full)
+    assert closed == pytest.approx(tour_length(points[None], solve_tsp(points)[None])[0], abs=1e-12)
+
+
+def test_shortest_path_rejects_what_it_cannot_solve():
+    points = np.random.default_rng(6).random((12, 2))
+    with pytest.raises(ValueError, match="end must be a city of the subset"):
+        shortest_path(points, [1, 2], 3)
+    with pytest.raises(ValueError, match="city 0 is the start"):
+        shortest_path(points, [0, 1], 1)
+    with pytest.raises(ValueError, match="at most 8 cities, got 9"):
+        shortest_path(points, range(1, 10), 1)
 
 
 def test_solve_tsp_single_matches_batch_and_rejects_bad_input():

@@ -458,6 +458,94 @@ def tours(
     return ax
 
 
+def held_karp_step(
+    points: torch.Tensor | np.ndarray, subset: Sequence[int], end: int
+) -> Figure:
+    """One entry of the Held-Karp recurrence, drawn: ``cost(S, j)`` for the cities
+    ``subset`` = S of ``points (n, 2)`` and ``end`` = j.
+
+    One panel per candidate predecessor ``k`` in S - {j}: the shortest path from city
+    0 through S - {j} that ends at ``k`` (solid; its length is ``cost(S - {j}, k)``),
+    then the edge from ``k`` to ``j`` (dashed); the title adds the two lengths. The
+    smallest sum, ``cost(S, j)``, is marked. The sub-paths come from
+    :func:`attnlab.tasks.geometry.shortest_path`."""
+    # here: importing plot needs no tasks
+    from attnlab.tasks.geometry import shortest_path
+
+    xy = _numpy(points).astype(float)
+    if xy.ndim != 2 or xy.shape[1] != 2:
+        raise ValueError(f"points must have shape (n, 2), got {xy.shape}")
+    cities = sorted({int(c) for c in subset})
+    if end not in cities or len(cities) < 2:
+        raise ValueError(
+            "subset must hold end and at least one other city (a predecessor), got"
+            f" subset {cities} and end {end}"
+        )
+    before = [k for k in cities if k != end]
+    rows = []
+    for k in before:
+        path, length = shortest_path(xy, before, k)
+        rows.append((k, path, length, float(np.linalg.norm(xy[k] - xy[end]))))
+    best = min(range(len(rows)), key=lambda i: rows[i][2] + rows[i][3])
+    fig, axes = plt.subplots(
+        1,
+        len(rows),
+        figsize=(min(COLUMN_INCHES, 2.4 * len(rows)), 3.3),
+        squeeze=False,
+    )
+    margin = 0.08
+    low, high = xy.min(axis=0) - margin, xy.max(axis=0) + margin
+    for i, (ax, (k, path, length, edge)) in enumerate(
+        zip(axes[0], rows, strict=True)
+    ):
+        outside = [c for c in range(len(xy)) if c != 0 and c not in cities]
+        ax.scatter(*xy[outside].T, s=18, color="#BBBBBB", zorder=3)
+        ax.scatter(*xy[[0, *cities]].T, s=24, color="black", zorder=3)
+        ax.plot(*xy[path].T, color="#0072B2", lw=2.2, label="shortest path 0 … k")
+        ax.plot(
+            *xy[[k, end]].T, color="#E69F00", lw=2.2, ls="--", label="edge k → j"
+        )
+        for c, (x, y) in enumerate(xy):
+            ax.annotate(
+                str(c),
+                (x, y),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize=9,
+                color="black" if c == 0 or c in cities else "#888888",
+            )
+        total = length + edge
+        title = f"k = {k}\n{length:.2f} + {edge:.2f} = {total:.2f}"
+        if i == best:
+            title += "\nminimum: cost(S, j)"
+            for spine in ax.spines.values():
+                spine.set_color("#009E73")
+                spine.set_linewidth(2.5)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(low[0], high[0])
+        ax.set_ylim(low[1], high[1])
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel("x")
+        if i == 0:
+            ax.set_ylabel("y")
+    fig.suptitle(
+        f"cost(S, j) for S = {{{', '.join(map(str, cities))}}}, j = {end}: the"
+        " best of the ways into j",
+        fontsize=10,
+    )
+    axes[0, 0].legend(
+        fontsize=9,
+        loc="upper left",
+        bbox_to_anchor=(0.0, -0.14),
+        ncol=2,
+        frameon=False,
+    )
+    fig.tight_layout()
+    return fig
+
+
 def hulls(
     points: torch.Tensor | np.ndarray,
     named_hulls: dict[str, Sequence[int]],

@@ -19,7 +19,9 @@ Conventions:
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import torch
@@ -37,6 +39,7 @@ __all__ = [
     "nearest_neighbour_tour",
     "optimality_gaps",
     "polygon_area",
+    "shortest_path",
     "solve_tsp",
     "solve_tsp_batch",
     "sorting_data",
@@ -445,6 +448,45 @@ def _held_karp(points: np.ndarray) -> np.ndarray:
         subset = subset ^ (1 << last)
         last = previous
     return _canonical_direction(tours)
+
+
+MAX_ENUMERATED_CITIES = 8
+
+
+def shortest_path(
+    points: object, subset: Iterable[int], end: int
+) -> tuple[list[int], float]:
+    """The sub-problem of Held-Karp, solved by trying every order: the shortest path
+    that leaves city 0 of ``points (n, 2)``, visits exactly the cities of ``subset``
+    (which leaves out 0) and ends at ``end`` in ``subset``.
+
+    Returns ``(path, length)``, the path as city indices from 0 to ``end``; its
+    length is ``cost(subset, end)`` of the recurrence. For small sets only (at most
+    8 cities): it is the definition that Held-Karp computes without enumerating.
+    """
+    array = _as_points("points", points, 2, "(n, 2)")
+    cities = sorted({int(c) for c in subset})
+    n = len(array)
+    if any(not 0 < c < n for c in cities):
+        raise ValueError(
+            f"subset must hold cities 1..{n - 1} (city 0 is the start), got {cities}"
+        )
+    if end not in cities:
+        raise ValueError(f"end must be a city of the subset {cities}, got {end}")
+    if len(cities) > MAX_ENUMERATED_CITIES:
+        raise ValueError(
+            "shortest_path tries every order: at most"
+            f" {MAX_ENUMERATED_CITIES} cities, got {len(cities)}"
+        )
+    dist = distance_matrices(array[None])[0]
+    middle = [c for c in cities if c != end]
+    best, best_length = [], math.inf
+    for order in itertools.permutations(middle):
+        path = [0, *order, end]
+        length = float(sum(dist[a, b] for a, b in itertools.pairwise(path)))
+        if length < best_length:
+            best, best_length = path, length
+    return best, best_length
 
 
 def solve_tsp(points: object) -> np.ndarray:
