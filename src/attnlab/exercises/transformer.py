@@ -262,20 +262,6 @@ def check_learned_positions(LearnedPositions: type, seed: int | None = 0) -> Non
     passed(name, 5)
 
 
-NORM_HELD_OUT = {"n": 256, "min_len": 5, "max_len": 20, "seed": 2024}
-
-
-def _held_out(seed: int) -> Any:
-    from attnlab.tasks.translation import make_batch, sample_examples
-
-    spec = {**NORM_HELD_OUT, "seed": seed}
-    return make_batch(
-        sample_examples(
-            spec["n"], spec["min_len"], spec["max_len"], seed=spec["seed"]
-        )
-    )
-
-
 def _norm_orders(model: nn.Module) -> set[bool]:
     return {
         m.norm_first
@@ -295,6 +281,7 @@ def check_norm_experiment(
     batch of the exercise; the check measures it again, and also on a fresh batch,
     and prints both models side by side.
     """
+    from attnlab.experiments.transformer_translation import norm_held_out
     from attnlab.tasks.translation import teacher_forced_accuracy
 
     name = "norm_experiment"
@@ -306,8 +293,8 @@ def check_norm_experiment(
         raise ExerciseError(
             f"{name} must return a dict with the keys 'post' and 'pre', got {got}"
         )
-    held_out = _held_out(NORM_HELD_OUT["seed"])
-    fresh = _held_out(int(torch.randint(0, 10**6, (), generator=gen)))
+    held_out = norm_held_out()
+    fresh = norm_held_out(int(torch.randint(0, 10**6, (), generator=gen)))
     measured = {}
     for key, norm_first in [("post", False), ("pre", True)]:
         if not isinstance(out[key], tuple | list) or len(out[key]) != 2:

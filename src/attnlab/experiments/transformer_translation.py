@@ -31,6 +31,7 @@ from attnlab.tasks.translation import (
     SOURCE_VOCAB,
     TARGET_VOCAB,
     Example,
+    TranslationBatch,
     TranslationReport,
     attention_maps,
     evaluate_translation,
@@ -101,13 +102,26 @@ def train_model(
     return model, history
 
 
+# the held-out sentences of the norm-order experiment
+NORM_HELD_OUT = {"n": 256, "min_len": 5, "max_len": 20, "seed": 2024}
+
+
+def norm_held_out(seed: int = NORM_HELD_OUT["seed"]) -> TranslationBatch:
+    """The held-out batch of :func:`norm_experiment`; another ``seed`` draws a fresh
+    batch of the same kind."""
+    spec = NORM_HELD_OUT
+    return make_batch(
+        sample_examples(spec["n"], spec["min_len"], spec["max_len"], seed=seed)
+    )
+
+
 def norm_experiment(steps: int) -> dict[str, tuple[Transformer, float]]:
     """A post-norm and a pre-norm Transformer (width 32, 4 heads, 2 + 2 layers),
     each trained from seed 0 for ``steps`` steps on the same batches (32 sentences
     of 5 to 20 words, Adam at a constant 5e-3, no warm-up), with each one's
     teacher-forced word accuracy on 256 held-out sentences of 5 to 20 words:
     ``{"post": (model, accuracy), "pre": (model, accuracy)}``."""
-    held_out = make_batch(sample_examples(256, 5, 20, seed=2024))
+    held_out = norm_held_out()
     ids = {
         "pad_id": TARGET_VOCAB.pad,
         "bos_id": TARGET_VOCAB.bos,
