@@ -38,6 +38,12 @@ DIAGRAMS = {
         "softmax",
         r"$\mathbf{c} = \sum_t \alpha_t \mathbf{v}_t$",
     ],
+    "ntm_read_write": [
+        r"read $\mathbf{r}_t$",
+        r"erase $\mathbf{e}_t$",
+        r"add $\mathbf{a}_t$",
+        r"$\mathbf{M}_{t-1}$",
+    ],
     "key_value_cache": [
         "without a cache",
         "with a key/value cache",
@@ -119,6 +125,19 @@ def test_ntm_diagram_shows_the_focus_moving_from_the_previous_row_by_the_shift()
         max(range(8), key=sharpened.__getitem__) == 5
     )  # shifted by one row and sharpened
     assert sharpened[5] > shifted[5]
+    matplotlib.pyplot.close(fig)
+
+
+def test_ntm_read_write_shows_the_weighted_sum_and_erase_then_add():
+    fig = schematics.ntm_read_write()
+    numbers = sorted(t.get_text() for t in fig.axes[0].texts if t.get_text().replace(".", "").isdigit())
+    memory = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.5, 0.5, 0.0]]
+    w, erase, add = [0.0, 0.5, 0.5, 0.0], [1.0, 1.0, 0.0], [0.6, 0.0, 0.2]
+    read = [sum(w[i] * memory[i][j] for i in range(4)) for j in range(3)]
+    written = [[memory[i][j] * (1 - w[i] * erase[j]) + w[i] * add[j] for j in range(3)] for i in range(4)]
+    cells = [v for row in memory for v in row]
+    shown = [*cells, *cells, *read, *erase, *add, *(v for row in written for v in row)]
+    assert numbers == sorted(f"{v:.1f}" for v in shown)
     matplotlib.pyplot.close(fig)
 
 

@@ -522,6 +522,122 @@ def simple_vs_parameterized() -> Figure:
     return fig
 
 
+def _grid(
+    ax: Axes,
+    x: float,
+    top: float,
+    values: torch.Tensor,
+    role: str,
+    *,
+    cell: tuple[float, float] = (0.75, 0.6),
+) -> None:
+    """The matrix ``values (rows, columns)`` as cells in the colour of ``role``, each
+    with its value to one decimal, row 0 at the top and its top-left corner at ``(x,
+    top)``."""
+    colour = ROLE_COLOURS[role]
+    w, h = cell
+    for (i, j), value in zip(
+        ((i, j) for i in range(values.shape[0]) for j in range(values.shape[1])),
+        values.flatten().tolist(),
+        strict=True,
+    ):
+        ax.add_patch(
+            Rectangle(
+                (x + j * w, top - (i + 1) * h),
+                w,
+                h,
+                facecolor=to_rgba(colour, 0.22),
+                edgecolor=colour,
+                linewidth=1.0,
+            )
+        )
+        ax.text(
+            x + (j + 0.5) * w,
+            top - (i + 0.5) * h,
+            f"{value:.1f}",
+            ha="center",
+            va="center",
+            fontsize=9,
+        )
+
+
+def _row_weights(
+    ax: Axes, x: float, top: float, weights: torch.Tensor, *, h: float = 0.6
+) -> None:
+    """Horizontal bars of a weighting over rows, ending at ``x``; row 0 at the
+    top."""
+    for i, value in enumerate(weights.tolist()):
+        ax.add_patch(
+            Rectangle(
+                (x - 0.9 * value, top - (i + 0.8) * h),
+                0.9 * value,
+                0.6 * h,
+                facecolor=ROLE_COLOURS["weight"],
+                edgecolor="none",
+            )
+        )
+    ax.plot([x, x], [top - len(weights) * h, top], color="#555555", lw=0.8)
+
+
+def ntm_read_write() -> Figure:
+    """Reading and writing a small memory of 4 rows of width 3 with one weighting,
+    every number computed by :func:`attnlab.ntm.read` and :func:`attnlab.ntm.write`.
+
+    Left: the read vector is the weighted sum of the rows. Right: each row is erased
+    in proportion to its weight, then receives the add vector in proportion to it.
+    """
+    memory = torch.tensor(
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.5, 0.5, 0.0]]
+    )[None]
+    w = torch.tensor([[0.0, 0.5, 0.5, 0.0]])
+    erase = torch.tensor([[1.0, 1.0, 0.0]])
+    add = torch.tensor([[0.6, 0.0, 0.2]])
+    read_vector = ntm.read(memory, w)
+    written = ntm.write(memory, w, erase, add)
+    fig, ax = _canvas(16.6, 4.7, (7.2, 2.3))
+    top, label = 3.7, 4.3
+    # reading
+    _row_weights(ax, 1.35, top, w[0])
+    _note(ax, 0.9, top + 0.1, r"$w_t(i)$", ha="center", va="bottom", size=9)
+    _box(ax, 2.6, label, r"memory $\mathbf{M}_t$", "memory", w=2.3, h=0.6, size=9)
+    _grid(ax, 1.5, top, memory[0], "memory")
+    _arrow(ax, (3.9, 2.5), (4.6, 2.5))
+    _grid(ax, 4.7, 2.8, read_vector, "output")
+    _box(ax, 5.8, 3.55, r"read $\mathbf{r}_t$", "output", w=1.5, h=0.6, size=9)
+    _note(
+        ax,
+        5.8,
+        2.0,
+        r"$\sum_i w_t(i)\,\mathbf{M}_t(i)$",
+        ha="center",
+        va="top",
+        size=9,
+    )
+    # writing
+    _row_weights(ax, 8.85, top, w[0])
+    _note(ax, 8.4, top + 0.1, r"$w_t(i)$", ha="center", va="bottom", size=9)
+    _box(ax, 10.1, label, r"$\mathbf{M}_{t-1}$", "memory", w=1.6, h=0.6, size=9)
+    _grid(ax, 9.0, top, memory[0], "memory")
+    for y, vector, name in (
+        (3.5, erase, r"erase $\mathbf{e}_t$"),
+        (2.2, add, r"add $\mathbf{a}_t$"),
+    ):
+        _grid(ax, 11.6, y, vector, "input", cell=(0.65, 0.5))
+        _note(ax, 12.575, y + 0.05, name, ha="center", va="bottom", size=9)
+    _arrow(ax, (11.4, 1.2), (13.8, 1.2))
+    _box(ax, 15.1, label, r"$\mathbf{M}_t$", "memory", w=1.3, h=0.6, size=9)
+    _grid(ax, 14.0, top, written[0], "memory")
+    _legend(
+        ax,
+        ["memory", "weight", "output", "input"],
+        weight="weighting over rows",
+        output="read vector",
+        input="erase and add vectors",
+    )
+    fig.tight_layout()
+    return fig
+
+
 def ntm_addressing(rows: int = 8) -> Figure:
     """The NTM's addressing pipeline on a small example, every weighting computed by
     :mod:`attnlab.ntm`.
