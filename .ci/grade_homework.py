@@ -17,12 +17,13 @@ then submit notebooks made from that students' version and grade them with `pyth
 - wrong: typical wrong answers kept in tests/wrong_answers/ (loses exactly those exercises' points);
 - tampered: the wrong answers, plus a cell that rebinds every check in the notebook and in the package and
   patches the checks' helper, the check cell of a wrong answer deleted, another check cell's points edited, a right
-  answer with a syntax error (where one is left that no later check needs) and, in the first chapter given (every chapter with --loop-everywhere), an answer
-  that loops forever: the one the fewest later cells call, since each call waits for the time-out, asleep so that
-  the chapter graded meanwhile keeps the CPU (gains nothing; loses the looping and the broken exercises; the deleted
-  cell is restored, the time-out reported, and the feedback says which exercise loops and which has a syntax
-  error). The time-out is the grader's, the same in every chapter, and tests/test_class_grading.py times out loops
-  with workers and serially; a loop in every chapter would add a time-out's wait to each;
+  answer with a syntax error (where one is left that no later check needs) and, in the first chapter given (every
+  chapter with --loop-everywhere), an answer that loops forever: the one the fewest later cells call, since each
+  call waits for the time-out, asleep so that the chapter graded meanwhile keeps the CPU (gains nothing; loses the
+  looping and the broken exercises; the deleted cell is restored, the time-out reported, and the feedback says which
+  exercise loops and which has a syntax error). The time-out is the grader's, the same in every chapter, and
+  tests/test_class_grading.py times out loops with workers and serially; a loop in every chapter would add a
+  time-out's wait to each;
 - delegator: the worked solutions, each answer whose check is handed one of its functions (and that no later check
   needs) replaced by one that switches the profiler off and calls the library's own version (loses those exercises,
   noted: the grader reads the answers' code, attnlab.teaching.delegation);

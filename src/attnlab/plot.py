@@ -490,11 +490,9 @@ def held_karp_step(
     fig, axes = plt.subplots(
         1,
         len(rows),
-        figsize=(min(COLUMN_INCHES, 2.4 * len(rows)), 3.3),
+        figsize=(min(COLUMN_INCHES, 2.4 * len(rows)), 3.6),
         squeeze=False,
     )
-    margin = 0.08
-    low, high = xy.min(axis=0) - margin, xy.max(axis=0) + margin
     for i, (ax, (k, path, length, edge)) in enumerate(
         zip(axes[0], rows, strict=True)
     ):
@@ -522,9 +520,8 @@ def held_karp_step(
                 spine.set_color("#009E73")
                 spine.set_linewidth(2.5)
         ax.set_title(title, fontsize=10)
-        ax.set_xlim(low[0], high[0])
-        ax.set_ylim(low[1], high[1])
-        ax.set_aspect("equal")
+        ax.margins(0.12)
+        ax.set_aspect("equal", adjustable="datalim")
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel("x")
@@ -535,14 +532,11 @@ def held_karp_step(
         " best of the ways into j",
         fontsize=10,
     )
-    axes[0, 0].legend(
-        fontsize=9,
-        loc="upper left",
-        bbox_to_anchor=(0.0, -0.14),
-        ncol=2,
-        frameon=False,
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(
+        handles, labels, fontsize=9, loc="lower center", ncol=2, frameon=False
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 

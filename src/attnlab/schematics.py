@@ -8,6 +8,8 @@ states are grey. Each function returns a figure; the notebooks caption it.
 
 from __future__ import annotations
 
+import itertools
+
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.axes import Axes
@@ -536,11 +538,8 @@ def _grid(
     top)``."""
     colour = ROLE_COLOURS[role]
     w, h = cell
-    for (i, j), value in zip(
-        ((i, j) for i in range(values.shape[0]) for j in range(values.shape[1])),
-        values.flatten().tolist(),
-        strict=True,
-    ):
+    for i, j in itertools.product(range(values.shape[0]), range(values.shape[1])):
+        value = float(values[i, j])
         ax.add_patch(
             Rectangle(
                 (x + j * w, top - (i + 1) * h),
