@@ -44,6 +44,13 @@ DIAGRAMS = {
         r"add $\mathbf{a}_t$",
         r"$\mathbf{M}_{t-1}$",
     ],
+    "self_attention": [
+        "self-attention: row 2",
+        r"$\mathbf{q}_2$",
+        r"$\alpha_{23}$",
+        r"$\mathrm{head}_2$",
+        r"$[\mathrm{head}_1, \mathrm{head}_2]\, W^O$",
+    ],
     "key_value_cache": [
         "without a cache",
         "with a key/value cache",
@@ -138,6 +145,28 @@ def test_ntm_read_write_shows_the_weighted_sum_and_erase_then_add():
     cells = [v for row in memory for v in row]
     shown = [*cells, *cells, *read, *erase, *add, *(v for row in written for v in row)]
     assert numbers == sorted(f"{v:.1f}" for v in shown)
+    matplotlib.pyplot.close(fig)
+
+
+def test_simple_attention_can_be_drawn_alone_before_its_parameterized_form():
+    both = schematics.simple_vs_parameterized()
+    alone = schematics.simple_vs_parameterized(parameterized=False)
+    assert [ax.get_title() for ax in both.axes] == ["simple attention", "parameterized attention"]
+    assert [ax.get_title() for ax in alone.axes] == ["simple attention"]
+    assert texts(alone) == {t.get_text() for t in both.axes[0].texts}
+    assert not any("W^Q" in t for t in texts(alone))
+    assert rendered_points(alone) >= SMALLEST_PT
+    matplotlib.pyplot.close(both)
+    matplotlib.pyplot.close(alone)
+
+
+def test_self_attention_weighs_every_position_of_one_sequence_for_the_highlighted_query():
+    fig = schematics.self_attention()
+    bars = weight_bars(fig)
+    assert len(bars) == 4 and sum(bars) / 1.4 == pytest.approx(1.0)  # bar height 1.4 is weight 1
+    queries = [p for p in fig.axes[0].patches if isinstance(p, FancyBboxPatch) and p.get_gid() == "query"]
+    assert len(queries) == 3  # q_2 on the left, Q_1 and Q_2 of the two heads on the right
+    assert {r"$\alpha_{2%d}$" % j for j in range(1, 5)} <= texts(fig)
     matplotlib.pyplot.close(fig)
 
 

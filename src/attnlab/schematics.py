@@ -451,23 +451,13 @@ def luong_step(
     return fig
 
 
-def simple_vs_parameterized() -> Figure:
-    """Left: simple attention, a(t) = softmax(Y_e^T y_d(t)); right: queries, keys and
-    values from projections."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.4))
-    for ax, title in [
-        (left, "simple attention"),
-        (right, "parameterized attention"),
-    ]:
-        ax.set_xlim(0, 6.0)
-        ax.set_ylim(0, 5.2)
-        ax.set_aspect("equal")
-        ax.axis("off")
-        ax.set_title(title, fontsize=11)
-    _box(left, 1.2, 0.6, r"$\mathbf{y}_d(t)$", "query", w=1.2)
-    _box(left, 4.4, 0.6, r"$Y_e$", "key", w=1.0)
+def _simple_panel(ax: Axes) -> None:
+    """Simple attention on ``ax``: the decoder state is the query, the encoder
+    states are both keys and values."""
+    _box(ax, 1.2, 0.6, r"$\mathbf{y}_d(t)$", "query", w=1.2)
+    _box(ax, 4.4, 0.6, r"$Y_e$", "key", w=1.0)
     _box(
-        left,
+        ax,
         2.8,
         2.2,
         r"$\mathbf{a}(t) = \mathrm{softmax}(Y_e^\top \mathbf{y}_d(t))$",
@@ -475,51 +465,126 @@ def simple_vs_parameterized() -> Figure:
         w=4.6,
         size=9,
     )
-    _arrow(left, (1.2, 0.9), (1.6, 1.9))
-    _arrow(left, (4.4, 0.9), (4.0, 1.9))
-    _box(left, 2.3, 3.9, r"$\mathbf{y}_a(t) = Y_e\, \mathbf{a}(t)$", "value", w=2.8)
-    _arrow(left, (2.3, 2.5), (2.3, 3.6))
-    _arrow(left, (4.8, 0.9), (3.7, 3.6), bend=0.35, colour=ROLE_COLOURS["value"])
-    _note(left, 4.3, 3.0, r"$Y_e$ again," + "\nas values", size=9)
-    _box(right, 1.2, 0.6, r"$\mathbf{y}_d(t)$", "state", w=1.2)
-    _box(right, 4.3, 0.6, r"$Y_e$", "state", w=1.0)
-    _box(
-        right,
-        1.05,
-        1.9,
-        r"$\mathbf{q} = W^Q\mathbf{y}_d(t)$",
-        "query",
-        w=2.0,
-        size=9,
+    _arrow(ax, (1.2, 0.9), (1.6, 1.9))
+    _arrow(ax, (4.4, 0.9), (4.0, 1.9))
+    _box(ax, 2.3, 3.9, r"$\mathbf{y}_a(t) = Y_e\, \mathbf{a}(t)$", "value", w=2.8)
+    _arrow(ax, (2.3, 2.5), (2.3, 3.6))
+    _arrow(ax, (4.8, 0.9), (3.7, 3.6), bend=0.35, colour=ROLE_COLOURS["value"])
+    _note(ax, 4.3, 3.0, r"$Y_e$ again," + "\nas values", size=9)
+
+
+def _parameterized_panel(ax: Axes) -> None:
+    """Parameterized attention on ``ax``: queries, keys and values from three
+    learned projections of the states."""
+    _box(ax, 1.2, 0.6, r"$\mathbf{y}_d(t)$", "state", w=1.2)
+    _box(ax, 4.3, 0.6, r"$Y_e$", "state", w=1.0)
+    _box(ax, 1.05, 1.9, r"$\mathbf{q} = W^Q\mathbf{y}_d(t)$", "query", w=2.0, size=9)
+    _box(ax, 3.2, 1.9, r"$K = W^K Y_e$", "key", w=1.6, size=9)
+    _box(ax, 5.0, 1.9, r"$V = W^V Y_e$", "value", w=1.6, size=9)
+    _arrow(ax, (1.2, 0.9), (1.2, 1.6))
+    _arrow(ax, (4.1, 0.9), (3.5, 1.6))
+    _arrow(ax, (4.5, 0.9), (4.9, 1.6))
+    score = r"$\mathbf{a}(t) = \mathrm{softmax}(K^\top \mathbf{q})$"
+    _box(ax, 2.2, 3.2, score, "weight", w=3.0, size=9)
+    _arrow(ax, (1.1, 2.2), (1.5, 2.9))
+    _arrow(ax, (3.3, 2.2), (2.9, 2.9))
+    _box(ax, 4.2, 4.5, r"$\mathbf{y}_a(t) = V\mathbf{a}(t)$", "value", w=2.4, size=9)
+    _arrow(ax, (2.4, 3.5), (3.4, 4.2))
+    _arrow(ax, (5.0, 2.2), (4.9, 4.2))
+
+
+def simple_vs_parameterized(*, parameterized: bool = True) -> Figure:
+    """Left: simple attention, a(t) = softmax(Y_e^T y_d(t)); right: queries, keys and
+    values from projections. ``parameterized=False`` draws simple attention alone."""
+    panels = [(_simple_panel, "simple attention")]
+    if parameterized:
+        panels.append((_parameterized_panel, "parameterized attention"))
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False
     )
-    _box(right, 3.2, 1.9, r"$K = W^K Y_e$", "key", w=1.6, size=9)
-    _box(right, 5.0, 1.9, r"$V = W^V Y_e$", "value", w=1.6, size=9)
-    _arrow(right, (1.2, 0.9), (1.2, 1.6))
-    _arrow(right, (4.1, 0.9), (3.5, 1.6))
-    _arrow(right, (4.5, 0.9), (4.9, 1.6))
-    _box(
-        right,
-        2.2,
-        3.2,
-        r"$\mathbf{a}(t) = \mathrm{softmax}(K^\top \mathbf{q})$",
-        "weight",
-        w=3.0,
-        size=9,
+    for ax, (draw, title) in zip(axes[0], panels, strict=True):
+        ax.set_xlim(0, 6.0)
+        ax.set_ylim(0, 5.2)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(title, fontsize=11)
+        draw(ax)
+    if parameterized:
+        roles = ["query", "key", "weight", "value", "state"]
+        _legend(axes[0, 1], roles, x=-0.1, columns=3)
+    else:
+        _legend(axes[0, 0], ["query", "key", "weight", "value"], columns=2)
+    fig.tight_layout()
+    return fig
+
+
+def self_attention() -> Figure:
+    """Left: one row of self-attention, position 2's query weighing the values of
+    all four positions of its own sequence; right: two heads, each attending on its
+    own slice of the projections, concatenated and mixed by ``W^O``."""
+    fig, ax = _canvas(14.0, 7.0, (7.2, 3.6))
+    _note(ax, 3.3, 6.75, "self-attention: row 2", ha="center", va="center", size=10)
+    _note(ax, 3.3, 6.3, "queries, keys, values from one X", ha="center", size=9)
+    xs = [0.9, 2.3, 3.7, 5.1]
+    weights = [0.15, 0.2, 0.5, 0.15]
+    for j, (x, a) in enumerate(zip(xs, weights, strict=True), start=1):
+        _box(ax, x, 0.6, rf"$\mathbf{{x}}_{j}$", "input", w=0.9, h=0.5)
+        _arrow(ax, (x, 0.85), (x, 1.25))
+        # one position's three projections, framed together
+        ax.add_patch(
+            Rectangle(
+                (x - 0.6, 1.25),
+                1.2,
+                2.3,
+                facecolor="none",
+                edgecolor="#999999",
+                linestyle="--",
+                lw=0.8,
+            )
+        )
+        _box(ax, x, 1.65, rf"$\mathbf{{k}}_{j}$", "key", w=0.9, h=0.5)
+        _box(ax, x, 2.4, rf"$\mathbf{{v}}_{j}$", "value", w=0.9, h=0.5)
+        role = "query" if j == 2 else "state"
+        _box(ax, x, 3.15, rf"$\mathbf{{q}}_{j}$", role, w=0.9, h=0.5)
+        _bars(ax, x - 0.4, 3.75, [a], width=0.8, height=1.4)
+        label = rf"$\alpha_{{2{j}}}$"
+        _note(ax, x, 3.85 + 1.4 * a, label, ha="center", va="bottom", size=9)
+    output = r"$\mathbf{o}_2 = \Sigma_j\, \alpha_{2j} \mathbf{v}_j$"
+    _box(ax, 3.0, 5.75, output, "output", w=2.4, h=0.55, size=9)
+    _arrow(ax, (3.0, 5.0), (3.0, 5.47))
+    for y, name in [(1.65, "K"), (2.4, "V"), (3.15, "Q")]:
+        _note(ax, 5.8, y, rf"$XW^{name}$", va="center", size=9)
+
+    _note(ax, 10.6, 6.75, "two heads", ha="center", va="center", size=10)
+    _note(ax, 10.6, 6.3, r"each on a $d/h$ slice", ha="center", size=9)
+    _box(ax, 10.6, 0.6, r"$X$", "input", w=1.2, h=0.5)
+    for j, centre in enumerate([9.0, 12.2], start=1):
+        for dx, role, letter in [
+            (-1.05, "query", "Q"),
+            (0, "key", "K"),
+            (1.05, "value", "V"),
+        ]:
+            _box(ax, centre + dx, 1.8, rf"${letter}_{j}$", role, w=0.8, h=0.5)
+            _arrow(ax, (10.6 + 0.3 * dx, 0.85), (centre + dx, 1.55))
+        scores = rf"\dfrac{{Q_{j} K_{j}^\top}}{{\sqrt{{d_k}}}}"
+        softmax = rf"$\mathrm{{softmax}}\left({scores}\right)$"
+        _box(ax, centre - 0.35, 3.15, softmax, "weight", w=2.2, h=1.0, size=9)
+        _arrow(ax, (centre - 1.05, 2.05), (centre - 0.95, 2.65))
+        _arrow(ax, (centre, 2.05), (centre - 0.1, 2.65))
+        _box(ax, centre, 4.5, rf"$\mathrm{{head}}_{j}$", "value", w=1.3, h=0.5)
+        _arrow(ax, (centre - 0.35, 3.65), (centre - 0.2, 4.25))
+        _arrow(ax, (centre + 1.05, 2.05), (centre + 0.55, 4.25))
+        _arrow(ax, (centre, 4.75), (10.6 + 0.4 * (centre - 10.6), 5.47))
+    mixed = r"$[\mathrm{head}_1, \mathrm{head}_2]\, W^O$"
+    _box(ax, 10.6, 5.75, mixed, "output", w=3.2, h=0.55, size=9)
+    _legend(
+        ax,
+        ["input", "query", "key", "value", "weight", "output", "state"],
+        columns=4,
+        input="inputs X",
+        value="values / head outputs",
+        state="other rows' queries",
     )
-    _arrow(right, (1.1, 2.2), (1.5, 2.9))
-    _arrow(right, (3.3, 2.2), (2.9, 2.9))
-    _box(
-        right,
-        4.2,
-        4.5,
-        r"$\mathbf{y}_a(t) = V\mathbf{a}(t)$",
-        "value",
-        w=2.4,
-        size=9,
-    )
-    _arrow(right, (2.4, 3.5), (3.4, 4.2))
-    _arrow(right, (5.0, 2.2), (4.9, 4.2))
-    _legend(right, ["query", "key", "weight", "value", "state"], x=-0.1, columns=3)
     fig.tight_layout()
     return fig
 
