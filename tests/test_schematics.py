@@ -166,7 +166,7 @@ def test_self_attention_weighs_every_position_of_one_sequence_for_the_highlighte
     assert len(bars) == 4 and sum(bars) / 1.4 == pytest.approx(1.0)  # bar height 1.4 is weight 1
     queries = [p for p in fig.axes[0].patches if isinstance(p, FancyBboxPatch) and p.get_gid() == "query"]
     assert len(queries) == 3  # q_2 on the left, Q_1 and Q_2 of the two heads on the right
-    assert {r"$\alpha_{2%d}$" % j for j in range(1, 5)} <= texts(fig)
+    assert {rf"$\alpha_{{2{j}}}$" for j in range(1, 5)} <= texts(fig)
     matplotlib.pyplot.close(fig)
 
 
