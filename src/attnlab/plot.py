@@ -470,7 +470,7 @@ def held_karp_step(
     smallest sum, ``cost(S, j)``, is marked. The sub-paths come from
     :func:`attnlab.tasks.geometry.shortest_path`."""
     # here: importing plot needs no tasks
-    from attnlab.tasks.geometry import shortest_path
+    from attnlab.tasks.geometry import distance_matrices, shortest_path
 
     xy = _numpy(points).astype(float)
     if xy.ndim != 2 or xy.shape[1] != 2:
@@ -482,10 +482,11 @@ def held_karp_step(
             f" subset {cities} and end {end}"
         )
     before = [k for k in cities if k != end]
+    dist = distance_matrices(xy[None])[0]
     rows = []
     for k in before:
         path, length = shortest_path(xy, before, k)
-        rows.append((k, path, length, float(np.linalg.norm(xy[k] - xy[end]))))
+        rows.append((k, path, length, float(dist[k, end])))
     best = min(range(len(rows)), key=lambda i: rows[i][2] + rows[i][3])
     fig, axes = plt.subplots(
         1,

@@ -161,22 +161,28 @@ def _bars(
     *,
     width: float,
     height: float,
+    across: bool = False,
 ) -> None:
     """Small bars of ``weights`` (each in [0, 1]) standing on ``(x, y)``, spread over
-    ``width``."""
-    step = width / len(weights)
+    ``width``, a weight of 1 ``height`` tall. ``across=True`` lays them on their
+    side, one per memory row: hanging from ``y`` down over ``height``, first row at
+    the top, each growing leftwards from ``x`` (a weight of 1 ``width`` long)."""
+    step = (height if across else width) / len(weights)
     colour = ROLE_COLOURS["weight"]
     for i, value in enumerate(weights):
-        ax.add_patch(
-            Rectangle(
-                (x + i * step + 0.1 * step, y),
-                0.8 * step,
-                height * value,
-                facecolor=colour,
-                edgecolor="none",
+        if across:
+            corner, w, h = (
+                (x - width * value, y - (i + 0.8) * step),
+                width * value,
+                0.6 * step,
             )
-        )
-    ax.plot([x, x + width], [y, y], color="#555555", lw=0.8)
+        else:
+            corner, w, h = (x + (i + 0.1) * step, y), 0.8 * step, height * value
+        ax.add_patch(Rectangle(corner, w, h, facecolor=colour, edgecolor="none"))
+    if across:
+        ax.plot([x, x], [y - height, y], color="#555555", lw=0.8)
+    else:
+        ax.plot([x, x + width], [y, y], color="#555555", lw=0.8)
 
 
 def soft_dictionary(
@@ -625,24 +631,6 @@ def _grid(
         )
 
 
-def _row_weights(
-    ax: Axes, x: float, top: float, weights: torch.Tensor, *, h: float = 0.6
-) -> None:
-    """Horizontal bars of a weighting over rows, ending at ``x``; row 0 at the
-    top."""
-    for i, value in enumerate(weights.tolist()):
-        ax.add_patch(
-            Rectangle(
-                (x - 0.9 * value, top - (i + 0.8) * h),
-                0.9 * value,
-                0.6 * h,
-                facecolor=ROLE_COLOURS["weight"],
-                edgecolor="none",
-            )
-        )
-    ax.plot([x, x], [top - len(weights) * h, top], color="#555555", lw=0.8)
-
-
 def ntm_read_write() -> Figure:
     """Reading and writing a small memory of 4 rows of width 3 with one weighting,
     every number computed by :func:`attnlab.ntm.read` and :func:`attnlab.ntm.write`.
@@ -661,7 +649,7 @@ def ntm_read_write() -> Figure:
     fig, ax = _canvas(16.6, 4.7, (7.2, 2.3))
     top, label = 3.7, 4.3
     # reading
-    _row_weights(ax, 1.35, top, w[0])
+    _bars(ax, 1.35, top, w[0].tolist(), width=0.9, height=2.4, across=True)
     _note(ax, 0.9, top + 0.1, r"$w_t(i)$", ha="center", va="bottom", size=9)
     _box(ax, 2.6, label, r"memory $\mathbf{M}_t$", "memory", w=2.3, h=0.6, size=9)
     _grid(ax, 1.5, top, memory[0], "memory")
@@ -678,7 +666,7 @@ def ntm_read_write() -> Figure:
         size=9,
     )
     # writing
-    _row_weights(ax, 8.85, top, w[0])
+    _bars(ax, 8.85, top, w[0].tolist(), width=0.9, height=2.4, across=True)
     _note(ax, 8.4, top + 0.1, r"$w_t(i)$", ha="center", va="bottom", size=9)
     _box(ax, 10.1, label, r"$\mathbf{M}_{t-1}$", "memory", w=1.6, h=0.6, size=9)
     _grid(ax, 9.0, top, memory[0], "memory")
