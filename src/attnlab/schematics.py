@@ -651,7 +651,9 @@ def ntm_read_write() -> Figure:
     # reading
     _bars(ax, 1.35, top, w[0].tolist(), width=0.9, height=2.4, across=True)
     _note(ax, 0.9, top + 0.1, r"$w_t(i)$", ha="center", va="bottom", size=9)
-    _box(ax, 2.6, label, r"memory $\mathbf{M}_t$", "memory", w=2.3, h=0.6, size=9)
+    _box(
+        ax, 2.6, label, r"memory $\mathbf{M}_{t-1}$", "memory", w=2.3, h=0.6, size=9
+    )
     _grid(ax, 1.5, top, memory[0], "memory")
     _arrow(ax, (3.9, 2.5), (4.6, 2.5))
     _grid(ax, 4.7, 2.8, read_vector, "output")
@@ -660,7 +662,7 @@ def ntm_read_write() -> Figure:
         ax,
         5.8,
         2.0,
-        r"$\sum_i w_t(i)\,\mathbf{M}_t(i)$",
+        r"$\sum_i w_t(i)\,\mathbf{M}_{t-1}(i)$",
         ha="center",
         va="top",
         size=9,
@@ -726,7 +728,15 @@ def ntm_addressing(rows: int = 8) -> Figure:
         (r"sharpened $\mathbf{w}_t$", r"exponent $\gamma_t$", w_final),
     ]
     fig, ax = _canvas(16.0, 5.8, (7.2, 2.61))
-    _box(ax, 1.0, 3.4, r"memory" + "\n" + r"$\mathbf{M}_t$", "memory", w=1.8, h=1.4)
+    _box(
+        ax,
+        1.0,
+        3.4,
+        r"memory" + "\n" + r"$\mathbf{M}_{t-1}$",
+        "memory",
+        w=1.8,
+        h=1.4,
+    )
     for i, (name, parameter, weights) in enumerate(stages):
         x = 3.0 + 3.3 * i
         _bars(ax, x, 2.6, weights[0].tolist(), width=2.4, height=1.8)
