@@ -595,6 +595,9 @@ def self_attention() -> Figure:
     return fig
 
 
+GRID_CELL = (0.75, 0.6)  # width and height of a cell of _grid
+
+
 def _grid(
     ax: Axes,
     x: float,
@@ -602,7 +605,7 @@ def _grid(
     values: torch.Tensor,
     role: str,
     *,
-    cell: tuple[float, float] = (0.75, 0.6),
+    cell: tuple[float, float] = GRID_CELL,
 ) -> None:
     """The matrix ``values (rows, columns)`` as cells in the colour of ``role``, each
     with its value to one decimal, row 0 at the top and its top-left corner at ``(x,
@@ -631,6 +634,17 @@ def _grid(
         )
 
 
+def _weighted_memory(
+    ax: Axes, x: float, top: float, memory: torch.Tensor, w: torch.Tensor
+) -> None:
+    """The memory ``(rows, columns)`` as a grid from ``(x, top)``, with the weighting
+    ``w (rows,)`` as bars beside its rows."""
+    rows_height = GRID_CELL[1] * len(w)
+    _bars(ax, x - 0.15, top, w.tolist(), width=0.9, height=rows_height, across=True)
+    _note(ax, x - 0.6, top + 0.1, r"$w_t(i)$", ha="center", va="bottom", size=9)
+    _grid(ax, x, top, memory, "memory")
+
+
 def ntm_read_write() -> Figure:
     """Reading and writing a small memory of 4 rows of width 3 with one weighting,
     every number computed by :func:`attnlab.ntm.read` and :func:`attnlab.ntm.write`.
@@ -649,12 +663,10 @@ def ntm_read_write() -> Figure:
     fig, ax = _canvas(16.6, 4.7, (7.2, 2.3))
     top, label = 3.7, 4.3
     # reading
-    _bars(ax, 1.35, top, w[0].tolist(), width=0.9, height=2.4, across=True)
-    _note(ax, 0.9, top + 0.1, r"$w_t(i)$", ha="center", va="bottom", size=9)
+    _weighted_memory(ax, 1.5, top, memory[0], w[0])
     _box(
         ax, 2.6, label, r"memory $\mathbf{M}_{t-1}$", "memory", w=2.3, h=0.6, size=9
     )
-    _grid(ax, 1.5, top, memory[0], "memory")
     _arrow(ax, (3.9, 2.5), (4.6, 2.5))
     _grid(ax, 4.7, 2.8, read_vector, "output")
     _box(ax, 5.8, 3.55, r"read $\mathbf{r}_t$", "output", w=1.5, h=0.6, size=9)
@@ -668,10 +680,8 @@ def ntm_read_write() -> Figure:
         size=9,
     )
     # writing
-    _bars(ax, 8.85, top, w[0].tolist(), width=0.9, height=2.4, across=True)
-    _note(ax, 8.4, top + 0.1, r"$w_t(i)$", ha="center", va="bottom", size=9)
+    _weighted_memory(ax, 9.0, top, memory[0], w[0])
     _box(ax, 10.1, label, r"$\mathbf{M}_{t-1}$", "memory", w=1.6, h=0.6, size=9)
-    _grid(ax, 9.0, top, memory[0], "memory")
     for y, vector, name in (
         (3.5, erase, r"erase $\mathbf{e}_t$"),
         (2.2, add, r"add $\mathbf{a}_t$"),
