@@ -488,6 +488,7 @@ def held_karp_step(
         path, length = shortest_path(xy, before, k)
         rows.append((k, path, length, float(dist[k, end])))
     best = min(range(len(rows)), key=lambda i: rows[i][2] + rows[i][3])
+    outside = [c for c in range(len(xy)) if c != 0 and c not in cities]
     fig, axes = plt.subplots(
         1,
         len(rows),
@@ -497,7 +498,6 @@ def held_karp_step(
     for i, (ax, (k, path, length, edge)) in enumerate(
         zip(axes[0], rows, strict=True)
     ):
-        outside = [c for c in range(len(xy)) if c != 0 and c not in cities]
         ax.scatter(*xy[outside].T, s=18, color="#BBBBBB", zorder=3)
         ax.scatter(*xy[[0, *cities]].T, s=24, color="black", zorder=3)
         ax.plot(*xy[path].T, color="#0072B2", lw=2.2, label="shortest path 0 … k")
