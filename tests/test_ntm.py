@@ -775,3 +775,12 @@ def test_plots_of_weightings_and_sequences_label_their_axes():
     with pytest.raises(ValueError, match=r"panel 'x' must have shape \(T, channels\)"):
         sequence_images({"x": torch.rand(3)})
     plt.close("all")
+
+
+def test_first_under_finds_the_first_measure_below_the_threshold_in_steps():
+    from attnlab.experiments.neural_turing_machines import first_under
+
+    assert first_under([40.0, 3.0, 0.5, 2.0, 0.1], every=50) == 150  # the third measure, at step 150
+    assert first_under([0.9]) == 50
+    assert first_under([1.0, 1.0]) is None  # "under" is strict
+    assert first_under([5.0, 0.4], bits=0.5, every=10) == 20

@@ -374,3 +374,46 @@ def test_the_records_gaps_are_per_instance_and_refuse_a_tour_below_the_optimum()
     square = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]])
     crossed, optimal = torch.tensor([[0, 2, 1, 3]]), torch.tensor([[0, 1, 2, 3]])
     assert instance_gaps(square, optimal, crossed).item() == pytest.approx((2 + 2 * 2**0.5) / 4 - 1)
+
+
+def test_train_tsp_takes_the_steps_rate_and_evaluations_it_is_given():
+    from attnlab.experiments.pointer_networks_tsp import train_tsp
+
+    data = tsp_data(16, 5, torch.Generator().manual_seed(0))
+    runs = {lr: train_tsp(data, data, steps=4, lr=lr, eval_every=2) for lr in (1e-3, 1e-2)}
+    for _, history in runs.values():
+        assert len(history.loss) == 4 and history.metric("greedy_gap")[0] == [2, 4]
+    (slow, _), (fast, _) = runs.values()
+    assert any(not torch.equal(a, b) for a, b in zip(slow.parameters(), fast.parameters(), strict=True))
+
+
+def test_pointer_tsp_half_steps_records_every_recipe_and_judges_each_seed(tmp_path, monkeypatch, capsys):
+    from attnlab.experiments import pointer_networks_tsp, record
+    from attnlab.experiments import pointer_tsp_half_steps as half
+
+    for key, value in {"train": 32, "test": 4, "val": 8, "batch": 8}.items():
+        monkeypatch.setitem(pointer_networks_tsp.SETTINGS, key, value)
+    recipes = {half.CHAPTER: {"steps": 4, "lr": 1e-3}, "2 steps, rate 0.002": {"steps": 2, "lr": 2e-3}}
+    monkeypatch.setitem(half.SETTINGS, "recipes", recipes)
+    monkeypatch.setitem(half.SETTINGS, "evaluations", 2)
+    path = tmp_path / "half.json"
+    try:
+        half.main(["--seeds", "2", "--json", str(path)])
+    except SystemExit as verdict:  # a toy run may contradict the page's statement
+        assert "contradicts" in str(verdict)
+    runs = record.load(path)["results"]["runs"]
+    assert [run["seed"] for run in runs] == [0, 1]
+    for run in runs:
+        assert run["recipes"][half.CHAPTER]["val_steps"] == [2, 4]
+        assert run["recipes"]["2 steps, rate 0.002"]["val_steps"] == [1, 2]
+        for result in run["recipes"].values():
+            assert result["best_gap"] == min(result["val_gap"]) and result["seconds"] > 0
+    assert "| 2 steps, rate 0.002 | " in capsys.readouterr().out
+
+    def made(chapter, shorter):
+        return [{"seed": s, "recipes": {half.CHAPTER: {"best_gap": c}, "2 steps, rate 0.002": {"best_gap": h}}}
+                for s, (c, h) in enumerate(zip(chapter, shorter, strict=True))]
+
+    claim = "2 steps, rate 0.002: a larger smallest validation gap than the chapter's recipe, on every seed"
+    assert half.conclusions({"runs": made([0.02, 0.03], [0.025, 0.031])}) == {claim: True}
+    assert half.conclusions({"runs": made([0.02, 0.03], [0.025, 0.029])}) == {claim: False}  # one seed reaches it

@@ -19,7 +19,7 @@ from attnlab.experiments import over_seeds
 from attnlab.experiments.ntm_copy import LENGTHS, train_model
 from attnlab.runmode import seed_offset
 from attnlab.seedband import Band, band, every_seed
-from attnlab.tasks.copy import evaluate_copy
+from attnlab.tasks.copy import EVAL_EVERY, evaluate_copy
 
 SETTINGS: dict[str, Any] = {
     "steps": 3000,
@@ -93,9 +93,34 @@ def conclusions(results: dict[str, Any]) -> dict[str, bool]:
 def markdown(data: dict[str, Any]) -> str:
     """The reproducing page's table: each model's measures by length, mean and
     range over the seeds."""
-    lines = copy_table(data["results"]["runs"], MODELS, SETTINGS["test_sequences"])
+    runs = data["results"]["runs"]
+    lines = copy_table(runs, MODELS, SETTINGS["test_sequences"])
+    firsts = []
+    for run in runs:
+        step = first_under(run["models"]["NTM"]["val_bits"])
+        firsts.append(
+            f"seed {run['seed']} " + ("never" if step is None else f"{step:,}")
+        )
+    lines += [
+        "",
+        "The step at which the NTM's validation error first fell under one wrong bit"
+        f" per sequence (measured every {EVAL_EVERY} steps): "
+        + "; ".join(firsts)
+        + ".",
+    ]
     budget = f"{SETTINGS['steps']:,} steps per model"
     return over_seeds.page(data, conclusions, budget, lines)
+
+
+def first_under(
+    val_bits: list[float], bits: float = 1.0, every: int = EVAL_EVERY
+) -> int | None:
+    """The first training step at which a validation curve measured every ``every``
+    steps (the first measure at step ``every``) is under ``bits``; ``None`` if
+    never."""
+    return next(
+        ((i + 1) * every for i, value in enumerate(val_bits) if value < bits), None
+    )
 
 
 def copy_table(

@@ -80,13 +80,19 @@ def tsp_sets(
 
 
 def train_tsp(
-    training: Instances, validation: Instances, *, steps: int | None = None
+    training: Instances,
+    validation: Instances,
+    *,
+    steps: int | None = None,
+    lr: float | None = None,
+    eval_every: int | None = None,
 ) -> tuple[PointerNet, History]:
     """The pointer network of hidden size 128 trained from seed 0 on the
     likelihood of the optimal tours, each batch drawn from ``training`` with a
     random symmetry of the square per instance; the learning rate drops tenfold
     after 60% of the steps, and the weights with the smallest greedy gap on
-    ``validation`` are kept."""
+    ``validation`` are kept. ``steps``, ``lr`` and ``eval_every`` default to
+    :data:`SETTINGS`."""
     s, steps = SETTINGS, steps or SETTINGS["steps"]
     (points, tours), (val_points, val_tours) = training, validation
     val_optimal = tour_length(val_points, val_tours).mean().item()
@@ -112,10 +118,10 @@ def train_tsp(
         lambda model, batch: model.loss(*batch),
         steps=steps,
         batch_size=s["batch"],
-        lr=s["lr"],
+        lr=lr or s["lr"],
         lr_factor=lambda step: 1.0 if step < 0.6 * steps else 0.1,
         evaluate=greedy_gap,
-        eval_every=s["eval_every"],
+        eval_every=eval_every or s["eval_every"],
         best=("greedy_gap", "min"),
         desc="TSP",
     )
