@@ -1,5 +1,3 @@
-import re
-
 import pytest
 
 from attnlab.progress import progress
@@ -15,14 +13,14 @@ def test_line_mode_prints_one_summary_line_with_the_last_postfix(monkeypatch, ca
             assert capsys.readouterr().out == ""  # nothing while the loop runs
     out = capsys.readouterr().out
     assert "\r" not in out and out.count("\n") == 1
-    assert re.fullmatch(r"demo: 100 steps in \d+ s \(loss 0\.01\)\n", out), out
+    assert out == "demo: 100 steps (loss 0.01)\n", out  # no seconds: the build machine's time
 
 
 def test_line_mode_says_how_far_a_stopped_loop_got(monkeypatch, capsys):
     monkeypatch.setenv("ATTNLAB_PROGRESS", "lines")
     with progress(10, "short") as bar:
         bar.update(3)
-    assert re.fullmatch(r"short: 3 of 10 steps in \d+ s\n", capsys.readouterr().out)
+    assert capsys.readouterr().out == "short: 3 of 10 steps\n"
 
 
 def test_quick_mode_scales_budgets(monkeypatch):

@@ -770,3 +770,15 @@ def test_attention_masks_are_the_masks_the_model_combines():
         assert torch.equal(mine, theirs[:, 0].expand_as(mine)), name
     assert torch.equal(decoder[1], torch.tensor([[True, False, False], [True, True, False], [True, True, True]]))
     assert cross.shape == (2, 3, 4) and not cross[1, :, 2:].any()
+
+
+@pytest.mark.parametrize(("d", "heads", "d_ff"), [(96, 2, 192), (96, 4, 192), (16, 4, 32), (8, 1, 40)])
+def test_layer_parameter_counts_are_chapter_8s_formulas_whatever_the_heads(d, heads, d_ff):
+    """The worked answer of ex-tf-layer-parameters: 4d^2 + 2 d d_ff + d_ff + 9d for an encoder layer,
+    8d^2 + 2 d d_ff + d_ff + 15d for a decoder layer; the number of heads does not enter."""
+    encoder, decoder = EncoderLayer(d, heads, d_ff), DecoderLayer(d, heads, d_ff)
+    assert sum(p.numel() for p in encoder.parameters()) == 4 * d * d + 2 * d * d_ff + d_ff + 9 * d
+    assert sum(p.numel() for p in decoder.parameters()) == 8 * d * d + 2 * d * d_ff + d_ff + 15 * d
+    if (d, d_ff) == (96, 192):  # the numbers of the answer
+        assert sum(p.numel() for p in encoder.parameters()) == 74_784
+        assert sum(p.numel() for p in decoder.parameters()) == 112_224

@@ -7,7 +7,6 @@ import contextlib
 import importlib.util
 import os
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,13 +15,13 @@ from tqdm.std import tqdm as _std_tqdm
 
 class _Summary:
     """What the built book shows of a loop: nothing while it runs, then one line with
-    the steps done, the seconds they took and the last values given to
-    ``set_postfix`` (the final loss, for a training run)."""
+    the steps done and the last values given to ``set_postfix`` (the final loss, for
+    a training run). No time: the page would carry the build machine's, a record of
+    how the book was made rather than part of the lesson."""
 
     def __init__(self, total: int, desc: str, silent: bool = False) -> None:
         self.total, self.desc, self.n, self.silent = total, desc, 0, silent
         self.postfix: dict[str, Any] = {}
-        self.start = time.perf_counter()
 
     def update(self, n: int = 1) -> None:
         self.n += n
@@ -35,12 +34,10 @@ class _Summary:
     def close(self) -> None:
         if self.silent:
             return
-        seconds = time.perf_counter() - self.start
         values = ", ".join(f"{k} {v}" for k, v in self.postfix.items())
         done = f"{self.n}" if self.n == self.total else f"{self.n} of {self.total}"
         print(
-            f"{self.desc}: {done} steps in {seconds:.0f} s"
-            + (f" ({values})" if values else ""),
+            f"{self.desc}: {done} steps" + (f" ({values})" if values else ""),
             flush=True,
         )
 
@@ -70,7 +67,7 @@ def progress(total: int, desc: str, **kwargs) -> _std_tqdm | _Summary:
     """A ``tqdm`` bar over ``total`` steps.
 
     When ``ATTNLAB_PROGRESS=lines`` (set by the book build) nothing is printed while
-    the loop runs and one line at its end (the steps, the seconds and the last
+    the loop runs and one line at its end (the steps and the last
     postfix, e.g. the final loss), so the executed page carries no bar. Inside
     :func:`quiet`, nothing at all.
     """
