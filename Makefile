@@ -46,7 +46,7 @@ robust: $(STAMP)
 RECORDS ?= scoring-retrieval encoder-decoder bahdanau-attention luong-attention soft-vs-hard parameterized-attention \
 	transformer-translation neural-turing-machines pointer-networks pointer-networks-tsp \
 	rnnenc-plateau transformer-vs-rnn pointer-tsp lstm-copy-longer pointer-hull-longer \
-	pointer-hull-wider
+	pointer-hull-wider pointer-hull-sizes
 records: $(STAMP)
 	mkdir -p _build/records
 	for name in $(RECORDS); do \

@@ -63,7 +63,8 @@ LONG_RUNS = {
                               " 2,000 steps, up to 80 words"},
     "10_neural_turing_machines": {"lstm-copy-longer": "the LSTM baseline trained 10,000 steps, seeds 0-4"},
     "11_pointer_networks": {"pointer-hull-longer": "the hull model trained five times as long, seeds 0-4",
-                            "pointer-hull-wider": "the hull model with 256 units, seeds 0-4"},
+                            "pointer-hull-wider": "the hull model with 256 units, seeds 0-4",
+                            "pointer-hull-sizes": "the hull model trained on 5 to 50 points, seeds 0-4"},
     "12_pointer_networks_tsp": {"pointer-tsp": "the model trained ten times as long, seeds 0-4"},
 }
 # chapters whose experiments are small enough to run over their seeds inside the chapter

@@ -447,3 +447,32 @@ def test_wider_hull_record_at_toy_size_trains_the_wider_model_and_reports_both_w
     out = capsys.readouterr().out
     assert "holds: 256 units: still below the paper's about 87% at 10 points" in out
     assert "does not hold: 256 units: exact accuracy falls from 10 to 20 to 50 points" in out
+
+
+def test_hull_sizes_record_at_toy_size_trains_on_the_sizes_it_names(tmp_path, monkeypatch, capsys):
+    from attnlab.experiments import pointer_hull_sizes, pointer_networks, record
+
+    monkeypatch.setitem(pointer_hull_sizes.SETTINGS, "hull_steps", 3)
+    monkeypatch.setitem(pointer_networks.SETTINGS, "hull_sets", 20)
+    seen = []
+    original = pointer_networks.convex_hull_data
+
+    def noting(count, n, generator):
+        seen.append(n)
+        return original(count, n, generator)
+
+    monkeypatch.setattr(pointer_networks, "convex_hull_data", noting)
+    validation, _ = pointer_networks.hull_sets()
+    seen.clear()
+    pointer_networks.train_hull(validation, steps=4, d_hidden=8, sizes=[5, 40])
+    assert sorted(seen) == [5, 5, 40, 40] and seen[0] != seen[1]  # one size per batch, cycling through the sizes
+    path = tmp_path / "sizes.json"
+    with pytest.raises(SystemExit, match="contradicts"):  # three toy steps find no hull at any size
+        pointer_hull_sizes.main(["--seeds", "2", "--json", str(path)])
+    data = record.load(path)
+    assert data["results"]["settings"]["hull_sizes"] == list(range(5, 51))
+    runs = data["results"]["runs"]
+    assert [run["seed"] for run in runs] == [0, 1]
+    assert sorted(runs[0]["hull"]["sizes"], key=int) == ["5", "10", "20", "50"]
+    assert "trained on 5 to 50 points" in pointer_hull_sizes.markdown(data)
+    assert "holds: 5 to 50 points: still below the paper's about 87% at 10 points" in capsys.readouterr().out

@@ -13,7 +13,7 @@ chapter states over seeds.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -149,16 +149,20 @@ def hull_sets(n_sets: int | None = None) -> tuple[Lists, dict[int, Lists]]:
 
 
 def train_hull(
-    validation: Lists, *, steps: int | None = None, d_hidden: int | None = None
+    validation: Lists,
+    *,
+    steps: int | None = None,
+    d_hidden: int | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> tuple[PointerNet, History]:
     """The hull model: a pointer network with an end token (``d_hidden`` units,
     the chapter's 64 unless given), trained from seed 0 on batches of one size
-    each, cycling through 5 to 10 points; the learning rate drops tenfold after
-    60% of the steps, and the evaluation with the most exact hulls on
-    ``validation`` is kept."""
+    each, cycling through ``sizes`` (the chapter's 5 to 10 points unless given);
+    the learning rate drops tenfold after 60% of the steps, and the evaluation
+    with the most exact hulls on ``validation`` is kept."""
     steps = steps or SETTINGS["hull_steps"]
     d_hidden = d_hidden or SETTINGS["d_hidden"]
-    sizes, points, targets = SETTINGS["hull_sizes"], *validation
+    sizes, (points, targets) = sizes or SETTINGS["hull_sizes"], validation
 
     def exact_hulls(model: PointerNet) -> dict[str, float]:
         with torch.no_grad():
