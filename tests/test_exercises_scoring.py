@@ -19,6 +19,7 @@ from attnlab.exercises import (
     check_masked_softmax,
     check_padding_mask,
     check_scaled_dot_score,
+    check_shepard_score,
 )
 from attnlab.exercises.scoring import _reference_additive
 from attnlab.train import train
@@ -339,3 +340,47 @@ def test_hidden_units_experiment_rejects_wrong_outputs():
         check_hidden_units_experiment(lambda h, s: make_experiment()(h, s)[0], TEST)
     with pytest.raises(ExerciseError, match="not implemented yet"):
         check_hidden_units_experiment(stub, TEST)
+
+
+# --- Shepard's score --------------------------------------------------------------------------------------------
+
+
+def good_shepard(query, keys, p):
+    return -p * torch.cdist(query, keys).clamp_min(1e-12).log()
+
+
+def good_shepard_float64_by_hand(query, keys, p):
+    r = (query.double().unsqueeze(-2) - keys.double().unsqueeze(-3)).pow(2).sum(-1).sqrt()
+    return -p * torch.log(r + 1e-30) + 3.0  # a constant per query changes no weight
+
+
+def good_shepard_from_the_inverse_distance(query, keys, p):
+    from attnlab.attention import inverse_distance_score
+
+    return p * inverse_distance_score(query, keys).log()
+
+
+@pytest.mark.parametrize("answer", [good_shepard, good_shepard_float64_by_hand, good_shepard_from_the_inverse_distance])
+def test_shepard_accepts_right_answers_in_any_form(answer, capsys):
+    check_shepard_score(answer)
+    check_shepard_score(answer, seed=None)
+    assert "passed all 5 checks" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "message"),
+    [
+        (lambda q, k, p: -torch.cdist(q, k).clamp_min(1e-12).log(), "ignores p"),
+        (lambda q, k, p: p * torch.cdist(q, k).clamp_min(1e-12).log(), "farthest key the most weight"),
+        (lambda q, k, p: torch.cdist(q, k).clamp_min(1e-12).pow(-p), r"returns r\^-p itself"),
+        (lambda q, k, p: -p * torch.cdist(q, k).pow(2).clamp_min(1e-12).log(), "squared distance"),
+        (lambda q, k, p: -p * torch.cdist(q, k).log(), "exactly on key 2 .* clamp the distance"),
+        (lambda q, k, p: -p * torch.cdist(k, q).clamp_min(1e-12).log(), "shape"),
+        (lambda q, k, p: torch.softmax(-p * torch.cdist(q, k).clamp_min(1e-12).log(), -1), "returns Shepard's weights themselves"),
+        (stub, "not implemented yet"),
+    ],
+    ids=["no-power", "sign", "power-not-log", "squared", "no-clamp", "transposed", "weights-not-scores", "stub"],
+)
+def test_shepard_rejects_typical_mistakes(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_shepard_score(wrong)

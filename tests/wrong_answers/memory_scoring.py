@@ -30,13 +30,18 @@ WRONG: dict[str, str] = {
     """Scores q . k / sqrt(d): query (..., Tq, d), keys (..., Tk, d) -> (..., Tq, Tk)"""
     return query @ keys.transpose(-2, -1) / query.shape[-1]
 ''',
+    # no clamp: a query exactly on a key gets an infinite score
+    "ex-scoring-shepard-score": '''def shepard_score(query: torch.Tensor, keys: torch.Tensor, p: float) -> torch.Tensor:
+    """Scores (..., Tq, Tk) whose softmax is Shepard's inverse-distance weighting."""
+    return -p * torch.cdist(query, keys).log()
+''',
     # one position too many: j <= length
-    "ex-scoring-padding-mask": '''def my_padding_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+    "ex-memory-padding-mask": '''def my_padding_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     """(batch, max_len) boolean mask, True where position j < lengths[b]."""
     return torch.arange(max_len) <= lengths[:, None]
 ''',
     # -inf instead of a finite fill: an all-masked row becomes NaN
-    "ex-scoring-masked-softmax": '''def fixed_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    "ex-memory-masked-softmax": '''def fixed_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Softmax over the last axis where mask is True; all-zero weights for a row
     in which every key is masked."""
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)

@@ -42,6 +42,7 @@ from attnlab.exercises.scoring import (
     check_masked_softmax,
     check_padding_mask,
     check_scaled_dot_score,
+    check_shepard_score,
 )
 from attnlab.exercises.selfattn import (
     check_head_experiment,
@@ -75,6 +76,7 @@ __all__ = ["ExerciseError", "check_sharpness", "check_soft_lookup"]
 __all__ += ["check_query_training", "check_topk_lookup"]
 __all__ += ["check_additive_score", "check_padding_mask", "check_scaled_dot_score"]
 __all__ += ["check_hidden_units_experiment", "check_masked_softmax"]
+__all__ += ["check_shepard_score"]
 __all__ += [
     "check_cosine_similarity",
     "check_key_strength",

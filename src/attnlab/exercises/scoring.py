@@ -163,6 +163,89 @@ def check_additive_score(additive_score: Callable, seed: int | None = 0) -> None
     passed(name, len(cases))
 
 
+def _shepard_weights(
+    query: torch.Tensor, keys: torch.Tensor, p: float
+) -> torch.Tensor:
+    """Shepard's weights ``r_j^-p / sum r^-p`` in float64, all the weight on the keys
+    at distance 0 where there are any (the limit as the query reaches them)."""
+    r = torch.cdist(query.double(), keys.double())
+    on_key = r == 0
+    weights = torch.softmax(-p * r.clamp_min(1e-300).log(), dim=-1)
+    hit = on_key.any(-1, keepdim=True)
+    return torch.where(hit, on_key.double() / on_key.sum(-1, keepdim=True), weights)
+
+
+@exercise_check()
+def check_shepard_score(shepard_score: Callable, seed: int | None = 0) -> None:
+    """Check ``shepard_score(query (..., Tq, d), keys (..., Tk, d), p) -> scores
+    (..., Tq, Tk)``: scores whose softmax over the keys is Shepard's
+    inverse-distance weighting with power ``p`` (scores that differ from ``-p log
+    r`` by a constant per query pass), finite for a query exactly on a key."""
+    name = "shepard_score"
+    gen = generator(seed)
+    cases = [((), 3, 5, 2, 2.0), ((2,), 4, 6, 3, 1.0), ((), 6, 4, 2, 3.5)]
+    cases += [((2, 2), 2, 7, 1, 0.5)]
+    for batch, n_queries, n_keys, d, p in cases:
+        query = torch.rand(*batch, n_queries, d, generator=gen)
+        keys = torch.rand(*batch, n_keys, d, generator=gen)
+        what = (
+            f"for query {tuple(query.shape)}, keys {tuple(keys.shape)} and p = {p}"
+        )
+        out = expect_tensor(
+            name,
+            call(shepard_score, name, query, keys, p),
+            (*batch, n_queries, n_keys),
+        )
+        weights = torch.softmax(out.double(), dim=-1)
+        r = torch.cdist(query.double(), keys.double())
+        for wrong, mistake in [
+            (
+                torch.softmax(-r.log(), -1) if p != 1.0 else None,
+                "ignores p: the score is -p log r",
+            ),
+            (
+                torch.softmax(p * r.log(), -1),
+                "gives the farthest key the most weight:"
+                " the score must fall as the distance grows, -p log r",
+            ),
+            (
+                torch.softmax(r.pow(-p), -1),
+                "returns r^-p itself: the softmax"
+                " exponentiates its scores, so return its logarithm, -p log r",
+            ),
+            (
+                torch.softmax(-p * r.pow(2).log(), -1),
+                "uses the squared distance:"
+                " -p log r^2 is Shepard's weighting with power 2p",
+            ),
+        ]:
+            if wrong is not None and close(weights, wrong):
+                raise ExerciseError(f"{name} {mistake} ({what})")
+        reference = _shepard_weights(query, keys, p)
+        if close(out.double(), reference) and not close(weights, reference):
+            raise ExerciseError(
+                f"{name} returns Shepard's weights themselves ({what}): return the"
+                " scores whose softmax gives them, -p log r (attend takes the"
+                " softmax)"
+            )
+        expect_close(name, weights, reference, what)
+    # a query exactly on a key: that key takes all the weight, nothing is infinite
+    keys = torch.rand(5, 2, generator=gen)
+    query = torch.cat([keys[2:3], torch.rand(1, 2, generator=gen)])
+    what = "for a query exactly on key 2 (the first of two queries)"
+    out = call(shepard_score, name, query, keys, 2.0)
+    if isinstance(out, torch.Tensor) and not torch.isfinite(out).all():
+        raise ExerciseError(
+            f"{name} returns an infinite or NaN score {what}: the distance is 0 and"
+            " its log is -inf; clamp the distance to a tiny positive number first"
+            " (the key on the query then gets all the weight)"
+        )
+    out = expect_tensor(name, out, (2, 5))
+    weights = torch.softmax(out.double(), dim=-1)
+    expect_close(name, weights, _shepard_weights(query, keys, 2.0), what)
+    passed(name, len(cases) + 1)
+
+
 @exercise_check(padding_mask)
 def check_padding_mask(padding_mask: Callable, seed: int | None = 0) -> None:
     """Check ``padding_mask(lengths (batch,), max_len) -> mask (batch, max_len)``,
