@@ -163,12 +163,15 @@ def check_additive_score(additive_score: Callable, seed: int | None = 0) -> None
     passed(name, len(cases))
 
 
-def _shepard_weights(
-    query: torch.Tensor, keys: torch.Tensor, p: float
-) -> torch.Tensor:
-    """Shepard's weights ``r_j^-p / sum r^-p`` in float64, all the weight on the keys
-    at distance 0 where there are any (the limit as the query reaches them)."""
-    r = torch.cdist(query.double(), keys.double())
+def _distances(query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """The distances ``(..., Tq, Tk)`` of every query to every key, in float64."""
+    return torch.cdist(query.double(), keys.double())
+
+
+def _shepard_weights(r: torch.Tensor, p: float) -> torch.Tensor:
+    """Shepard's weights ``r_j^-p / sum r^-p`` from the distances ``r (..., Tq,
+    Tk)``, all the weight on the keys at distance 0 where there are any (the limit as
+    the query reaches them)."""
     on_key = r == 0
     weights = torch.softmax(-p * r.clamp_min(1e-300).log(), dim=-1)
     hit = on_key.any(-1, keepdim=True)
@@ -197,7 +200,7 @@ def check_shepard_score(shepard_score: Callable, seed: int | None = 0) -> None:
             (*batch, n_queries, n_keys),
         )
         weights = torch.softmax(out.double(), dim=-1)
-        r = torch.cdist(query.double(), keys.double())
+        r = _distances(query, keys)
         for wrong, mistake in [
             (
                 torch.softmax(-r.log(), -1) if p != 1.0 else None,
@@ -221,7 +224,7 @@ def check_shepard_score(shepard_score: Callable, seed: int | None = 0) -> None:
         ]:
             if wrong is not None and close(weights, wrong):
                 raise ExerciseError(f"{name} {mistake} ({what})")
-        reference = _shepard_weights(query, keys, p)
+        reference = _shepard_weights(r, p)
         if close(out.double(), reference) and not close(weights, reference):
             raise ExerciseError(
                 f"{name} returns Shepard's weights themselves ({what}): return the"
@@ -242,7 +245,7 @@ def check_shepard_score(shepard_score: Callable, seed: int | None = 0) -> None:
         )
     out = expect_tensor(name, out, (2, 5))
     weights = torch.softmax(out.double(), dim=-1)
-    expect_close(name, weights, _shepard_weights(query, keys, 2.0), what)
+    expect_close(name, weights, _shepard_weights(_distances(query, keys), 2.0), what)
     passed(name, len(cases) + 1)
 
 
