@@ -1,12 +1,15 @@
 """Write every copy of the repository's address and of the package version from their one source each.
 
-The sources: ``repository.url`` (with ``branch`` and ``path_to_book``) in ``_config.yml``, and ``__version__`` in
+The sources: ``repository.url`` (with ``path_to_book``) in ``_config.yml``, and ``__version__`` in
 ``src/attnlab/__init__.py``. The copies this script writes:
 
 - the install cell, the first code cell of every notebook in ``notebooks/`` (and its copies in ``book/setup.md``
   and ``CONTRIBUTING.md``): its default install source becomes ``git+<url>@v<version>``, the release tag of the
   version the book was built with (``ATTNLAB_SOURCE`` still overrides it);
-- ``_config.yml``: the address of the published book (``html.baseurl``, the GitHub Pages site of the repository),
+- ``_config.yml``: ``repository.branch``, the release tag ``v<version>``: the published book is built from that
+  tag (.github/workflows/release.yml), and its Colab buttons open the notebooks of that tag, whose install cell
+  installs that same tag, so that a reader gets the notebook and the package of one tested commit;
+  the address of the published book (``html.baseurl``, the GitHub Pages site of the repository),
   the version in the page footer (``html.extra_footer``) and the substitution ``{{ attnlab_version }}``;
 - ``README.md``: its links to the published book and to the notebooks in Colab, and its table of chapters (one
   row per notebook of ``_toc.yml``, with its title and its "Open in Colab" link);
@@ -71,10 +74,15 @@ def install_source(url: str, version: str) -> str:
     return f"git+{url}@v{version}"
 
 
-def colab_prefix(cfg: dict) -> str:
+def release_branch(version: str) -> str:
+    """What the book's Colab buttons and links open: the release tag, the commit the install cell installs."""
+    return f"v{version}"
+
+
+def colab_prefix(cfg: dict, branch: str | None = None) -> str:
     """The start of a notebook's Colab address, as the book's launch button builds it (with no path after it)."""
     owner, name = owner_and_name(cfg["repository"]["url"])
-    branch = cfg["repository"].get("branch", "main")
+    branch = branch or cfg["repository"].get("branch", "main")
     book = str(cfg["repository"].get("path_to_book", "") or "").strip("/")
     colab = cfg.get("launch_buttons", {}).get("colab_url", "https://colab.research.google.com").rstrip("/")
     return f"{colab}/github/{owner}/{name}/blob/{branch}/" + (f"{book}/" if book else "")
@@ -91,7 +99,7 @@ def toc_notebooks(root: Path = ROOT) -> list[str]:
     return [f"{file}.ipynb" for file in files if (root / f"{file}.ipynb").exists()]
 
 
-def chapters_table(root: Path, cfg: dict) -> str:
+def chapters_table(root: Path, cfg: dict, branch: str) -> str:
     rows = ["| chapter | |", "| --- | --- |"]
     number = 0
     for name in toc_notebooks(root):
@@ -104,7 +112,7 @@ def chapters_table(root: Path, cfg: dict) -> str:
             label = f"{number}."
         else:
             label = "Appendix:"
-        rows.append(f"| {label} {title} | [Open in Colab]({colab_prefix(cfg)}{name}) |")
+        rows.append(f"| {label} {title} | [Open in Colab]({colab_prefix(cfg, branch)}{name}) |")
     return "\n".join(rows)
 
 
@@ -145,8 +153,8 @@ def synced_files(root: Path = ROOT) -> dict[Path, str]:
     """Every file this script writes, with the text it should have."""
     cfg = config(root)
     url = cfg["repository"]["url"].rstrip("/")
-    branch = cfg["repository"].get("branch", "main")
     version = package_version(root)
+    branch = release_branch(version)
     source = install_source(url, version)
     texts: dict[Path, str] = {}
     for path in sorted((root / "notebooks").glob("*.ipynb")):
@@ -154,6 +162,7 @@ def synced_files(root: Path = ROOT) -> dict[Path, str]:
     for name in ("book/setup.md", "CONTRIBUTING.md"):
         texts[root / name] = _replace_install_source((root / name).read_text(), source, name)
     text = (root / "_config.yml").read_text()
+    text = _replace_line(text, "branch", branch, "_config.yml")
     text = _replace_line(text, "baseurl", f'"{pages_url(url)}"', "_config.yml")
     text = _replace_line(text, "extra_footer", f"'{footer(url, branch, version)}'", "_config.yml")
     text = _replace_line(text, "attnlab_version",
@@ -162,8 +171,8 @@ def synced_files(root: Path = ROOT) -> dict[Path, str]:
     texts[root / "_config.yml"] = text
     text = (root / "README.md").read_text()
     text = PAGES_LINK.sub(pages_url(url), text)
-    text = COLAB_LINK.sub(colab_prefix(cfg), text)
-    text = _replace_chapters(text, chapters_table(root, cfg))
+    text = COLAB_LINK.sub(colab_prefix(cfg, branch), text)
+    text = _replace_chapters(text, chapters_table(root, cfg, branch))
     texts[root / "README.md"] = text
     # the instructors' page links to the students' edition, published under the book's address
     text = (root / "book" / "instructors.md").read_text()

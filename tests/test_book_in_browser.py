@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import attnlab
 from attnlab.plot import DPI, SMALLEST_PT
 from tests.browser import (
     CHROMIUM,
@@ -46,8 +47,9 @@ def pages(html: Path) -> list[str]:
 
 PAGES = pages(HTML)
 CHAPTERS = [f"notebooks/{p.stem}.html" for p in NOTEBOOKS]
-# The branch whose notebooks each edition's Colab buttons open.
-BRANCHES = {"full": "main", "student": "students"}
+# What each edition's Colab buttons open: the full edition, the release tag it is built from (whose install cell
+# installs that same tag); the students' edition, the students' notebooks of that release.
+BRANCHES = {"full": f"v{attnlab.__version__}", "student": "students"}
 
 
 @pytest.fixture(scope="module")

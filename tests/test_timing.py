@@ -92,3 +92,27 @@ def test_the_length_where_the_cache_pays_is_interpolated_in_log_length():
     assert times.length_where(2.0) == pytest.approx(10 ** (4 / 3))
     assert times.length_where(1.0) == 1.0
     assert times.length_where(4.0) is None
+
+
+def test_importing_the_timer_logs_nothing_on_a_cpu_machine_with_nvcc(tmp_path):
+    """Colab's CPU runtime has nvcc: torch.utils.cpp_extension, which the benchmark timer imports, logs
+    "No CUDA runtime is found" there (torch 2.11). A chapter's imports show no such line, nor does timing."""
+    import os
+    import subprocess
+    import sys
+
+    nvcc = tmp_path / "cuda" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.5'\n")
+    nvcc.chmod(0o755)
+    env = {**os.environ, "PATH": f"{nvcc.parent}:{os.environ['PATH']}"}
+    code = ("import sys, logging\n"
+            "import attnlab.timing as t\n"
+            "assert 'torch.utils.benchmark' not in sys.modules, 'the timer is imported with attnlab.timing'\n"
+            "t.fastest_seconds({'a': lambda: None}, rounds=1, min_run_time=0.01)\n"
+            "assert 'torch.utils.benchmark' in sys.modules\n"
+            "level = logging.getLogger('torch.utils.cpp_extension').level\n"
+            "assert level == logging.NOTSET, level\n")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "CUDA" not in result.stderr + result.stdout, result.stderr

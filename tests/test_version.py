@@ -84,3 +84,9 @@ def test_nothing_is_out_of_date():
     stale = [str(path.relative_to(ROOT)) for path, text in sync_script().synced_files(ROOT).items()
              if path.read_text() != text]
     assert not stale, f"out of date: {stale}; run scripts/sync_install_cell.py"
+
+
+def test_the_book_opens_the_notebooks_of_its_release():
+    """The launch buttons open repository.branch: the release tag, whose install cell installs that same tag."""
+    assert CONFIG["repository"]["branch"] == f"v{VERSION}"
+    assert f"/blob/v{VERSION}/CHANGELOG.md" in CONFIG["html"]["extra_footer"]

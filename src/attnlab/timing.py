@@ -4,6 +4,7 @@ step with and without its key/value cache (the appendix on what attention costs)
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -11,10 +12,24 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
-from torch.utils import benchmark
 
 if TYPE_CHECKING:  # only for the annotations: no shared module builds on a chapter's
     from attnlab.transformer import Transformer
+
+
+def _benchmark():
+    """``torch.utils.benchmark``, imported when code is first timed. Importing it
+    imports ``torch.utils.cpp_extension``, which logs "No CUDA runtime is found" on a
+    machine with ``nvcc`` and no GPU (as Colab's CPU runtime is): that one logger is
+    kept quiet while it loads, so no chapter shows the line."""
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        from torch.utils import benchmark
+    finally:
+        logger.setLevel(level)
+    return benchmark
 
 
 def fastest_seconds(
@@ -37,6 +52,7 @@ def fastest_seconds(
         raise ValueError(f"min_run_time must be positive, got {min_run_time}")
     if not calls:
         raise ValueError("calls must name at least one call to time, got none")
+    benchmark = _benchmark()
     best = dict.fromkeys(calls, float("inf"))
     for _ in range(rounds):
         for name, call in calls.items():
