@@ -390,6 +390,36 @@ def test_collect_a_canvas_zip(tmp_path):
     )
 
 
+def test_collect_reads_nothing_through_a_link(tmp_path):
+    """An unzipped download whose files are links (to the instructor's source notebook, absolute or
+    hard), or a zip that stores a link: refused, never read, nothing placed."""
+    from attnlab.teaching.collect import LINK
+
+    course, chapter = tmp_path / "course", "05_luong_attention"
+    source_notebook = course / "source" / chapter / f"{chapter}.ipynb"
+    source_notebook.parent.mkdir(parents=True)
+    source_notebook.write_bytes(notebook_bytes("the worked solutions"))
+    folder = tmp_path / "download"
+    folder.mkdir()
+    (folder / f"smithana_1234_9001_{chapter}.ipynb").symlink_to(source_notebook)
+    (folder / f"leebo_5678_9002_{chapter}.ipynb").hardlink_to(source_notebook)
+    (folder / "kimcy_4321_9003_data").symlink_to(course)  # a folder that is a link
+    outcomes = {o.file: o for o in collect(course, chapter, folder)}
+    assert set(outcomes) == {f"smithana_1234_9001_{chapter}.ipynb",
+                             f"leebo_5678_9002_{chapter}.ipynb", "kimcy_4321_9003_data"}
+    assert all(o.outcome == NOT_PLACED and o.detail == LINK for o in outcomes.values())
+    assert not (course / "submitted").exists()
+    archive_path = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(archive_path, "w") as archive:
+        member = zipfile.ZipInfo(f"smithana_1234_9001_{chapter}.ipynb")
+        member.external_attr = (0o120777 << 16)  # a symbolic link, as zip -y stores it
+        archive.writestr(member, str(source_notebook))
+        archive.writestr(f"leebo_5678_9002_{chapter}.ipynb", notebook_bytes("bo"))
+    outcomes = {o.file: o for o in collect(course, chapter, archive_path)}
+    assert outcomes[f"smithana_1234_9001_{chapter}.ipynb"].detail == LINK
+    assert set(placed(course, chapter)) == {"5678"}
+
+
 def test_collect_a_moodle_folder_with_the_command(tmp_path, capsys):
     course, chapter = tmp_path / "course", "01_context_sensitive_memory"
     course.mkdir()

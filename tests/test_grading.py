@@ -20,6 +20,7 @@ from attnlab.teaching.grading import (
     add_hidden_tests,
     explain_errors,
     handed_in,
+    links,
     read_roster,
     take_in,
     timeout_message,
@@ -152,6 +153,43 @@ def test_a_renamed_grade_id_is_given_back_and_the_answer_kept(tmp_path):
     assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in cells] == [
         "imports", "ex-a-question", "ex-a", "ex-a-check", None]
     assert cells[2].source == "def f(x):\n    return x"
+
+
+def test_a_pasted_copy_of_a_graded_cell_becomes_an_ordinary_cell(tmp_path):
+    """Copy and paste in Jupyter keeps the grade id; nbgrader refuses a notebook with two."""
+    path = tmp_path / "a.ipynb"
+    submitted = released()
+    submitted.cells[2].source = "def f(x):\n    return x"
+    submitted.cells.insert(4, copy.deepcopy(submitted.cells[3]))  # the check cell pasted
+    submitted.cells.insert(3, copy.deepcopy(submitted.cells[2]))  # the answer pasted
+    submitted.cells[3].source = "def f(x):\n    return 2 * x"
+    write(path, submitted)
+    intake = take_in(path, released())
+    assert intake.status == GRADED
+    assert intake.notes == ["copies of graded cells made ordinary cells: ex-a, ex-a-check"]
+    cells = nbformat.read(path, as_version=4).cells
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in cells]
+    assert ids == ["imports", "ex-a-question", "ex-a", None, "ex-a-check", None, None]
+    assert cells[3].source == "def f(x):\n    return 2 * x"  # the copy's code is kept
+
+
+def test_links_and_special_files_in_a_submission_are_found(tmp_path):
+    course = tmp_path / "course"
+    folder = course / "submitted" / "ana" / "ch"
+    write(folder / "ch.ipynb", released())
+    assert links(course, "ana", "ch") == []
+    secret = tmp_path / "source.ipynb"
+    write(secret, released())
+    (folder / "data").mkdir()
+    (folder / "data" / "gradebook.db").symlink_to(tmp_path / "gradebook.db")
+    (folder / "hard.ipynb").hardlink_to(secret)
+    assert links(course, "ana", "ch") == ["ana/ch/data/gradebook.db", "ana/ch/hard.ipynb"]
+    linked = course / "submitted" / "bo"
+    linked.mkdir(parents=True)
+    (linked / "ch").symlink_to(folder)  # a chapter folder that is a link
+    assert links(course, "bo", "ch") == ["bo/ch"]
+    (course / "submitted" / "cy").symlink_to(course / "submitted" / "ana")
+    assert links(course, "cy", "ch") == ["cy"]
 
 
 def test_the_notebook_as_handed_in_is_kept_before_repairs(tmp_path):

@@ -59,7 +59,11 @@ def test_the_command_binds_read_only_hides_the_course_and_unshares(tmp_path):
     package = Path(attnlab.__file__).resolve().parent
     readable = [Path(b) for a, b in pairs if a == "--ro-bind"]
     assert any(package.is_relative_to(path) for path in readable)
-    assert argv[-3:] == ["ipykernel_launcher", "-f", str(tmp_path / "kernel-1.json")]
+    kernel = ["-m", "attnlab.teaching.confined", "-f", str(tmp_path / "kernel-1.json")]
+    assert argv[-4:] == kernel
+    for confinement in ("--unshare-user", "--disable-userns", "--new-session"):
+        assert confinement in argv
+    assert ("--cap-drop", "ALL") in pairs and ("--uid", "65534") in pairs
 
 
 def test_a_tcp_connection_file_is_refused(tmp_path):
@@ -85,7 +89,7 @@ def test_unavailable_names_the_missing_tool(monkeypatch):
 
 
 ATTACK = """\
-import os, socket, subprocess, sys
+import ctypes, os, socket, subprocess, sys
 import attnlab.exercises._checking as checking
 
 def attempt(name, action):
@@ -95,12 +99,31 @@ def attempt(name, action):
     except Exception as error:
         print(name, "failed", type(error).__name__)
 
+def remount():
+    libc = ctypes.CDLL(None, use_errno=True)
+    folder = os.path.dirname(checking.__file__).encode()
+    # MS_REMOUNT | MS_BIND: make the read-only package writable again
+    if libc.mount(None, folder, None, 0x20 | 0x1000, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount")
+
+def own_process():
+    if os.fork() == 0:
+        os._exit(0)
+
 attempt("read course", lambda: open({secret!r}).read())
 attempt("patch package", lambda: open(checking.__file__, "a").write("#"))
+attempt("remount package", remount)
 attempt("network", lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
 attempt("write home", lambda: open(os.path.expanduser("~/x"), "w").write("x"))
-subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3141)"],
-                 start_new_session=True)
+attempt("start a program", lambda: subprocess.Popen(
+    [sys.executable, "-c", "import time; time.sleep(3141)"], start_new_session=True))
+attempt("fork", own_process)
+attempt("become root", lambda: os.setuid(0))
+os.write(1, b"ROW ON THE GRADER'S OUTPUT\\n")
+os.write(2, b"ROW ON THE GRADER'S ERRORS\\n")
+print("uid", os.getuid(), "caps", [line.split()[1] for line in open("/proc/self/status")
+                                   if line.startswith("CapEff")])
+print("environ of 1", b"secret" in open("/proc/1/environ", "rb").read())
 print("secret" in os.environ, os.getcwd())
 """
 
@@ -119,7 +142,7 @@ def survivors() -> list[str]:
 
 @needs_bwrap
 def test_a_notebook_in_the_sandbox_reaches_nothing_and_leaves_nothing(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, capfd
 ):
     from nbclient import NotebookClient
 
@@ -146,10 +169,16 @@ def test_a_notebook_in_the_sandbox_reaches_nothing_and_leaves_nothing(
     )
     client.execute()
     text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
-    for attack in ("read course", "patch package", "network", "write home"):
-        expected = "succeeded" if attack == "write home" else "failed"
-        assert f"{attack} {expected}" in text, text
+    attacks = ("read course", "patch package", "remount package", "network",
+               "start a program", "fork", "become root")
+    for attack in attacks:
+        assert f"{attack} failed" in text, text
+    assert "write home succeeded" in text  # its own /tmp
+    assert "uid 65534 caps ['0000000000000000']" in text  # nobody, no capability
+    assert "environ of 1 False" in text  # bubblewrap, pid 1, has no grader's variable
     assert "False /tmp" in text  # the grader's environment is not passed on
+    grader_saw = capfd.readouterr()
+    assert "ROW ON THE GRADER" not in grader_saw.out + grader_saw.err
     assert package_file.read_bytes() == before
     deadline = time.monotonic() + 10
     while survivors() and time.monotonic() < deadline:

@@ -39,7 +39,15 @@ from attnlab.teaching.channel import (
     serve,
 )
 from attnlab.teaching.release import chapter_notebooks, exercises
-from attnlab.teaching.verdicts import NOT_RUN, Notebook, check_calls, grader, plan
+from attnlab.teaching.verdicts import (
+    NOT_RUN,
+    OUTSIDE,
+    Notebook,
+    check_calls,
+    grader,
+    plan,
+    session,
+)
 from tests.test_exercises_hard_attention import (
     good_reinforce_samples,
     good_straight_through,
@@ -224,6 +232,13 @@ def test_the_grader_process_does_not_import_the_notebook_format():
     assert "'nbformat'" not in loaded and "'jsonschema'" not in loaded
 
 
+def heard(cell, calls):
+    """The hidden tests of check cell ``cell`` as the grading process runs them: in
+    the cell's session."""
+    with session(cell):
+        serve(cell, calls)
+
+
 @pytest.fixture(scope="module")
 def judged():
     """Check cells judged by one grader process, as a notebook's hidden tests would
@@ -232,7 +247,7 @@ def judged():
 
     def hand_over(cell, answer, check="check_soft_lookup"):
         try:
-            serve(cell, [(check, (answer,), {})])
+            heard(cell, [(check, (answer,), {})])
             saw[cell] = None
         except ExerciseError as exc:
             saw[cell] = str(exc)
@@ -246,7 +261,7 @@ def judged():
                     inner.setattr(target, attribute, value)
                 hand_over(f"{name}-check", answer)
         try:
-            serve("interrupted-check", [("check_soft_lookup", (interrupted,), {})])
+            heard("interrupted-check", [("check_soft_lookup", (interrupted,), {})])
         except KeyboardInterrupt:
             pass
         hand_over("unplanned-check", right_lookup)
@@ -394,7 +409,7 @@ def judge_cases(cases, given=lambda cell, check: ()):
     with grader(None, cells) as verdicts:
         for cell, (check, answer, _) in cases.items():
             with contextlib.suppress(ExerciseError):
-                serve(cell, [(check, (answer, *given(cell, check)), {})])
+                heard(cell, [(check, (answer, *given(cell, check)), {})])
     return verdicts
 
 
@@ -755,14 +770,22 @@ def test_a_hello_that_is_not_plain_data_does_not_stop_the_grader():
 
     from attnlab.teaching.channel import send
 
-    with grader(None, {"ex-check": ["check_soft_lookup"]}) as verdicts:
-        for hello in ({"cell": ["ex-check"]}, {"cell": "ex-check", "calls": 3}, [1]):
-            with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as connection:
-                connection.connect(os.environ[SOCKET_VARIABLE])
-                send(connection, hello)
+    def say(hello):
+        with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as connection:
+            connection.connect(os.environ[SOCKET_VARIABLE])
+            send(connection, hello)
+            with contextlib.suppress(OSError):
                 connection.recv(1)  # the grader closes the channel without a verdict
-        serve("ex-check", [("check_soft_lookup", (right_lookup,), {})])
-    assert verdicts["ex-check"]["passed"]
+
+    cells = {"ex-check": ["check_soft_lookup"], "bad-check": ["check_soft_lookup"]}
+    with grader(None, cells) as verdicts:
+        for hello in ({"cell": ["ex-check"]}, {"cell": "ex-check", "calls": 3}, [1]):
+            say(hello)  # outside any session: refused unread
+        with session("bad-check"):
+            say({"cell": "bad-check", "calls": 3})  # its session, not plain data
+        heard("ex-check", [("check_soft_lookup", (right_lookup,), {})])
+    assert verdicts["ex-check"]["passed"] and not verdicts["bad-check"]["complete"]
+    assert verdicts.refused == [OUTSIDE] * 3
 
 
 def test_each_grader_is_a_fork_of_one_process_and_ends_with_its_block():
@@ -771,7 +794,7 @@ def test_each_grader_is_a_fork_of_one_process_and_ends_with_its_block():
     pids = []
     for _ in range(2):
         with grader(None, {"ex-check": ["check_soft_lookup"]}) as verdicts:
-            serve("ex-check", [("check_soft_lookup", (right_lookup,), {})])
+            heard("ex-check", [("check_soft_lookup", (right_lookup,), {})])
             zygote = _Zygote.process
             pids.append(max(int(p) for p in _children(zygote.pid)))
         assert verdicts["ex-check"]["passed"]
@@ -797,3 +820,40 @@ def _children(pid: int) -> list[str]:
     """The pids of the processes ``pid`` started (Linux)."""
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return path.read_text().split()
+
+
+def forge(cell):
+    """What a notebook's own code can do with the grader's socket: name ``cell`` and
+    hand the library's reference lookup; the grader's verdict, as the notebook sees
+    it (None: passed)."""
+    try:
+        serve(cell, [("check_soft_lookup", (right_lookup,), {})])
+    except ExerciseError as exc:
+        return str(exc)
+    return None
+
+
+def test_the_grader_hears_a_cell_only_while_it_runs_and_only_once():
+    cells = {"a-check": ["check_soft_lookup"], "b-check": ["check_soft_lookup"]}
+    with grader(None, cells) as verdicts:
+        forge("a-check")  # before any cell runs: an appended cell, or an early one
+        with session("a-check"):
+            with contextlib.suppress(ExerciseError):
+                serve("a-check", [("check_soft_lookup", (uniform_lookup,), {})])
+            forge("a-check")  # a second connection in the same session
+        with session("b-check"):
+            forge("a-check")  # naming another cell
+        forge("b-check")  # after its session closed
+    assert set(verdicts) == {"a-check"}  # b-check's session heard no one of its own
+    assert not verdicts["a-check"]["passed"]  # the honest, wrong answer's verdict
+    assert verdicts.refused == [
+        OUTSIDE,
+        "a second connection to the grader during a-check was refused",
+        "a connection naming another cell during b-check was refused",
+        OUTSIDE,
+    ]
+
+
+def test_a_session_needs_a_running_grader():
+    with pytest.raises(RuntimeError, match="no grader"), session("a-check"):
+        pass

@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import re
+import stat
 import unicodedata
 import zipfile
 from collections.abc import Callable, Iterator
@@ -69,6 +71,7 @@ class Found:
     submission: int = 0
     participant: str = ""  # Moodle's participant number, where the name is Moodle's
     detail: str = ""
+    refused: str = ""  # why it is not read at all (a link), if it is not
 
 
 @dataclass
@@ -90,25 +93,50 @@ def moodle_student(full_name: str) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", ascii_name.lower()))
 
 
+LINK = "a link or a special file, not a plain file: refused, nothing read through it"
+
+
+def _plain(info: os.stat_result) -> bool:
+    """A plain file: not a link, not a special file, no other hard link."""
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+
+
+def _zipped_plain(info: zipfile.ZipInfo) -> bool:
+    """A member of a zip that is a plain file: its Unix file type (where the zip
+    records one) is a regular file's, not a link's."""
+    kind = stat.S_IFMT(info.external_attr >> 16)
+    return kind in (0, stat.S_IFREG)
+
+
 def _files(source: Path) -> list[Found]:
-    """Every file of the folder or ``.zip`` ``source``, by path inside it."""
-    if source.is_dir():
-        return [
-            Found(
-                path.relative_to(source).as_posix(),
-                (path.stat().st_mtime,),
-                path.read_bytes,
-            )
-            for path in sorted(source.rglob("*"))
-            if path.is_file()
-        ]
-    if source.is_file() and zipfile.is_zipfile(source):
+    """Every file of the folder or ``.zip`` ``source``, by path inside it. A link
+    (symbolic or hard) or a special file is kept as refused (:data:`LINK`): never
+    read, never followed into."""
+    if source.is_dir() and not source.is_symlink():
+        found = []
+        for top, folders, files in os.walk(source, followlinks=False):
+            for name in sorted([*folders, *files]):
+                path = Path(top) / name
+                info = path.lstat()
+                if stat.S_ISDIR(info.st_mode):
+                    continue
+                found.append(
+                    Found(
+                        path.relative_to(source).as_posix(),
+                        (info.st_mtime,),
+                        path.read_bytes,
+                        refused="" if _plain(info) else LINK,
+                    )
+                )
+        return sorted(found, key=lambda f: f.path)
+    if source.is_file() and not source.is_symlink() and zipfile.is_zipfile(source):
         archive = zipfile.ZipFile(source)
         return [
             Found(
                 info.filename,
                 info.date_time,
                 lambda name=info.filename: archive.read(name),
+                refused="" if _zipped_plain(info) else LINK,
             )
             for info in sorted(archive.infolist(), key=lambda i: i.filename)
             if not info.is_dir()
@@ -268,7 +296,7 @@ def collect(
         names[base] = names.get(base, 0) + 1
     unmatched, by_student = [], {}
     for f in found:
-        reason = _identify(f, mapping, names, roster or {})
+        reason = f.refused or _identify(f, mapping, names, roster or {})
         if reason:
             unmatched.append(Outcome(f.path, f.student, NOT_PLACED, reason))
         else:
@@ -287,8 +315,9 @@ def collect(
         kept = files[0]
         target = course / "submitted" / student / assignment / f"{assignment}.ipynb"
         detail = kept.detail
-        if target.exists():
+        if target.exists() or target.is_symlink():
             detail += "; replaced the notebook collected before"
+            target.unlink()  # a link left there is replaced, never written through
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(kept.read())
         placed.append(Outcome(kept.path, student, PLACED, detail))

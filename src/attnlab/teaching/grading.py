@@ -53,18 +53,23 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import copy
 import csv
 import json
 import math
+import os
 import re
+import secrets
 import shutil
+import stat
 import statistics
 import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -244,7 +249,7 @@ def _restore_graded_cells(
     """Put back, in place, the release's graded and locked cells that the submission
     lacks or moved, and the release's nbgrader metadata of every graded cell; returns
     notes saying what was restored."""
-    notes = []
+    notes = _drop_copies(submitted)
     released = {cell_grade_id(c): c for c in release.cells if cell_grade_id(c)}
     notes += _restore_renamed(submitted, released)
     notes += _restore_cell_types(submitted, released)
@@ -294,6 +299,24 @@ def _restore_graded_cells(
     if moved:
         notes.append(f"moved check cells put back: {', '.join(moved)}")
     return notes
+
+
+def _drop_copies(submitted: nbformat.NotebookNode) -> list[str]:
+    """A cell copied and pasted in Jupyter keeps its grade id, which nbgrader then
+    refuses for the whole notebook: the copies after the first become ordinary cells
+    (their nbgrader metadata removed, their code kept); returns notes."""
+    seen, copied = set(), []
+    for cell in submitted.cells:
+        grade_id = cell_grade_id(cell)
+        if grade_id in seen:
+            del cell.metadata["nbgrader"]
+            copied.append(grade_id)
+        elif grade_id:
+            seen.add(grade_id)
+    if not copied:
+        return []
+    names = ", ".join(dict.fromkeys(copied))
+    return [f"copies of graded cells made ordinary cells: {names}"]
 
 
 def _restore_renamed(
@@ -351,6 +374,32 @@ def _restore_cell_types(
             submitted.cells[index] = nbformat.from_dict(fields)
             changed.append(grade_id)
     return [f"cell type restored in {', '.join(changed)}"] if changed else []
+
+
+def links(course: Path, student: str, assignment: str) -> list[str]:
+    """What of a student's submission is not a plain file or folder: the submission
+    folders themselves, or anything in them, that is a symbolic link, a file with
+    another hard link, or a special file (by name, relative to ``submitted/``).
+    Such a submission is refused, and nothing is read through it."""
+    submitted = course / "submitted"
+    found = [
+        str(path.relative_to(submitted))
+        for path in (submitted / student, submitted / student / assignment)
+        if path.is_symlink()
+    ]
+    folder = submitted / student / assignment
+    if found or not folder.is_dir():
+        return found
+    for top, folders, files in os.walk(folder, followlinks=False):
+        for name in [*folders, *files]:
+            path = Path(top) / name
+            info = path.lstat()
+            plain = stat.S_ISDIR(info.st_mode) or (
+                stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+            )
+            if not plain:
+                found.append(str(path.relative_to(submitted)))
+    return sorted(found)
 
 
 def handed_in(folder: Path, assignment: str) -> Path:
@@ -574,6 +623,12 @@ def grade_submission(
     release = nbformat.read(
         course / "release" / assignment / f"{assignment}.ipynb", as_version=4
     )
+    if linked := links(course, student, assignment):
+        reason = (
+            f"refused: {', '.join(linked)} is a link or a special file, not a plain"
+            " file; nothing was read through it"
+        )
+        return Result(student, assignment, UNGRADABLE, reason, {}, 0.0)
     folder = course / "submitted" / student / assignment
     path, found = folder / f"{assignment}.ipynb", handed_in(folder, assignment)
     original = course / HANDED_IN / student / assignment / found.name
@@ -590,7 +645,12 @@ def grade_submission(
     if work != course:
         _replace(path.parent, work / "submitted" / student / assignment)
     cells = plan(release)
-    with grader(_socket_folder(api), cells) as verdicts:
+    stubs = {
+        cell_grade_id(c): c.source
+        for c in release.cells
+        if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+    }
+    with _own_sockets(api) as sockets, grader(sockets, cells, stubs) as verdicts:
         error = _failure(api.autograde(assignment, student, force=True, create=True))
     if error is not None:
         seconds = time.perf_counter() - start
@@ -598,6 +658,10 @@ def grade_submission(
     missing = apply_verdicts(work, assignment, student, cells, verdicts, release)
     notes = intake.notes + list(dict.fromkeys(_flags(work, assignment, student)))
     notes += missing
+    notes += [
+        f"{why} ({count} times)" if count > 1 else why
+        for why, count in Counter(verdicts.refused).items()
+    ]
     feedback = _failure(api.generate_feedback(assignment, student, force=True))
     if feedback is not None:
         notes.append(f"no feedback page: {feedback}")
@@ -611,13 +675,25 @@ def grade_submission(
     )
 
 
-def _socket_folder(api) -> Path | None:
-    """The folder of the sandbox's sockets, which its kernels can reach (None:
-    grading without a sandbox)."""
+@contextlib.contextmanager
+def _own_sockets(api) -> Iterator[Path | None]:
+    """A new, empty folder for the Unix sockets of one submission's kernels and
+    grader, the only host folder its sandbox can write to; removed after it, so that
+    nothing a notebook leaves there reaches the next one (None: grading without a
+    sandbox)."""
     manager = api.config.get("KernelManager", {})
     if manager.get("transport") != "ipc":
-        return None
-    return Path(manager["ip"]).parent
+        yield None
+        return
+    shared = Path(manager["ip"])
+    folder = shared.parent / secrets.token_hex(8)
+    folder.mkdir(mode=0o700)
+    api.config.KernelManager.ip = str(folder / "kernel")
+    try:
+        yield folder
+    finally:
+        api.config.KernelManager.ip = str(shared)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _error_output(ename: str, message: str) -> nbformat.NotebookNode:
@@ -681,13 +757,24 @@ def apply_verdicts(
         elif not _errors(cell):
             cell.outputs.append(_error_output("ExerciseError", NOT_RUN))
             notes.append(f"graded tests did not run in {grade_id}")
-    nbformat.write(nb, path)
+    _rewrite(path, nb)
     with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gradebook:
         for grade_id, ok in passed.items():
             grade = gradebook.find_grade(grade_id, assignment, assignment, student)
             grade.auto_score = grade.max_score if ok else 0.0
         gradebook.db.commit()
     return notes
+
+
+def _rewrite(path: Path, nb: nbformat.NotebookNode) -> None:
+    """Write ``nb`` over the notebook ``path`` that nbgrader made read-only (0444):
+    a new file in its folder, with its mode, put in its place. An instructor who is
+    not root cannot open it for writing, but can replace it."""
+    mode = path.stat().st_mode & 0o777
+    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    nbformat.write(nb, partial)
+    partial.chmod(mode)
+    os.replace(partial, path)
 
 
 def _replace(source: Path, target: Path) -> None:

@@ -3,17 +3,26 @@
 Every kernel that nbgrader starts for a submission is this module's command, which
 starts the kernel inside bubblewrap (``bwrap``, Debian's package ``bubblewrap``):
 
+- it runs as an unprivileged user (65534, "nobody") in a user namespace of its own,
+  with no capabilities and no way to gain any (``no_new_privs``, no nested user
+  namespace), whether the grader runs as root or as an ordinary user: a read-only
+  mount cannot be made writable again, even by a grader that is root;
+- it starts no process and no program (:mod:`attnlab.teaching.confined`, a seccomp
+  filter): threads only;
 - it sees only the system (``/usr``, ``/etc``, ...) and this Python environment
   with attnlab, read-only; not the course folder, the gradebook, the worked
   solutions, other students' folders, the home folder or ``/tmp``;
-- it writes only to a fresh ``/tmp`` of bounded size, which disappears with it;
+- it writes only to a fresh ``/tmp`` of bounded size, which disappears with it, and
+  to the folder of its own Unix sockets, made for this one submission and removed
+  after it;
 - it has no network (its own network namespace; nbgrader talks to it through Unix
-  sockets in a folder of their own) and a clean environment (only ``PATH``, the
-  locale, thread counts and ``ATTNLAB_*`` are kept);
-- CPU seconds, memory, file size and the number of new processes are limited
-  (:class:`Limits`);
-- it has a PID namespace of its own: when the kernel ends or is killed, every
-  process it started is killed with it.
+  sockets), a fresh ``/proc`` of its own PID namespace, and a clean environment:
+  bubblewrap itself, its first process, is started with nothing but ``PATH``, and
+  the kernel keeps only ``PATH``, the locale, thread counts and ``ATTNLAB_*``;
+- its standard input, output and error are the null device, not the grader's: what
+  it prints reaches the grader only through the kernel's messages;
+- CPU seconds, memory and file size are limited (:class:`Limits`); when the kernel
+  ends or is killed, everything in its PID namespace ends with it.
 
 nbgrader itself (the hidden tests it inserts, the scores it reads from the outputs,
 the gradebook, the feedback) runs outside, after the kernel has ended. Run as
@@ -40,6 +49,7 @@ KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "TZ", "PYTHONHASHSEED")
 KEPT_PREFIXES = ("ATTNLAB_", "OMP_", "MKL_")
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 HOME = "/tmp/home"  # the kernel's home folder, inside its own /tmp
+NOBODY = "65534"  # the kernel's user and group inside its user namespace
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,22 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+# no capability, no way back to one, nobody inside, every namespace unshared
+CONFINEMENT = (
+    "--unshare-all",
+    "--unshare-user",
+    "--uid",
+    NOBODY,
+    "--gid",
+    NOBODY,
+    "--disable-userns",
+    "--cap-drop",
+    "ALL",
+    "--new-session",
+    "--die-with-parent",
+)
+
+
 def unavailable() -> str | None:
     """Why the sandbox cannot run on this machine, or None if it can."""
     if shutil.which("bwrap") is None:
@@ -64,7 +90,7 @@ def unavailable() -> str | None:
             "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
         )
     probe = subprocess.run(
-        ["bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"],
+        ["bwrap", "--ro-bind", "/", "/", *CONFINEMENT, "true"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -136,7 +162,7 @@ def command(
             f" {info.get('transport')!r} in {connection_file}"
         )
     sockets = Path(info["ip"]).resolve().parent
-    argv = ["bwrap", "--die-with-parent", "--unshare-all", "--clearenv"]
+    argv = ["bwrap", *CONFINEMENT, "--clearenv"]
     for name, value in environment().items():
         argv += ["--setenv", name, value]
     # the empty /tmp first, so that what is bound later may lie inside it
@@ -151,8 +177,8 @@ def command(
             argv += ["--tmpfs", str(path)]
     argv += ["--ro-bind", str(connection_file), str(connection_file)]
     argv += ["--bind", str(sockets), str(sockets), "--chdir", "/tmp"]
-    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", str(connection_file)]
-    return argv + kernel
+    kernel = [sys.executable, "-m", "attnlab.teaching.confined"]
+    return argv + kernel + ["-f", str(connection_file)]
 
 
 def _own_processes() -> int:
@@ -232,7 +258,16 @@ def main(argv: list[str] | None = None) -> None:
     limits = Limits(**{field.name: getattr(args, field.name) for field in fields})
     argv = command(args.connection_file, limits, args.hide)
     set_limits(limits)
-    os.execvp(argv[0], argv)
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SystemExit(unavailable())
+    # the kernel's standard streams are its own: the null device, not the grader's
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    # bubblewrap stays the sandbox's first process, whose environment a notebook
+    # can read in /proc/1/environ: it gets nothing of the grader's
+    os.execve(bwrap, argv, {"PATH": os.defpath})
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The grader: a clean process that reaches the verdict of every graded check
 (homework grading).
 
-    python -m attnlab.teaching.verdicts SOCKET PLAN VERDICTS
+    python -m attnlab.teaching.verdicts SOCKET PLAN VERDICTS CONTROL
 
 ``python -m attnlab.grading`` starts one for each submission before nbgrader runs
 the notebook: a fork of a process of its own that has imported torch and the checks
@@ -17,6 +17,16 @@ release has them; the verdicts are written to ``VERDICTS`` (JSON) after each cel
 ``{grade_id: {"passed": bool, "message": str | None, "output": str, "complete":
 bool}}``. A check cell whose tests never connect, or whose channel breaks, has no
 passing verdict and earns nothing.
+
+The grader holds the plan, and the grading process holds the sessions: the grader
+hears a check cell only while nbgrader executes that very cell, which the grading
+process announces on a control socket of its own that no notebook can reach
+(:func:`session`, used by :class:`attnlab.teaching.execute.ExecuteEachCell`). Each
+session takes one connection, naming that cell; a connection outside a session, one
+naming another cell and a second one in the same session are refused and noted
+(:attr:`Verdicts.refused`), so a notebook that finds the grader's socket (its path
+is in the kernel's environment) can neither speak for a cell that has not run nor
+speak twice for one.
 
 A model a check builds for the answer to work on crosses to the notebook pickled
 (the notebook trusts its grader; the grader never reads a pickle). A model class of
@@ -314,12 +324,13 @@ def _signature(params: list[str]):
     return inspect.Signature([inspect.Parameter(p, kind) for p in valid])
 
 
-def judge(connection: socket.socket, plan: dict[str, list[str]]) -> tuple[str, dict]:
-    """Grade the check cell that connected on ``connection``: its grade id and its
-    verdict."""
+def judge(
+    connection: socket.socket, plan: dict[str, list[str]], hello: Any
+) -> tuple[str, dict]:
+    """Grade the check cell that connected on ``connection`` and said ``hello``: its
+    grade id and its verdict."""
     import attnlab.exercises as exercises
 
-    hello = receive(connection)
     cell = hello.get("cell") if type(hello) is dict else None
     if type(cell) is not str or cell not in plan:
         return "", {}
@@ -352,38 +363,114 @@ def judge(connection: socket.socket, plan: dict[str, list[str]]) -> tuple[str, d
     return cell, verdict
 
 
+HELLO_SECONDS = 60  # how long a connection in a session may take to name its cell
+OUTSIDE = "a connection to the grader outside the run of a check cell was refused"
+
+
+def _refusal(open_cell: str | None, named: Any, done: set[str]) -> str | None:
+    """Why a connection that named ``named`` is refused while ``open_cell`` runs
+    (``done``: the cells already heard), or None if it is that cell's."""
+    if open_cell is None:
+        return OUTSIDE
+    if open_cell in done:
+        return f"a second connection to the grader during {open_cell} was refused"
+    if named != open_cell:
+        return f"a connection naming another cell during {open_cell} was refused"
+    return None
+
+
 def serve(
     path: Path,
     plan: dict[str, list[str]],
     out: Path,
+    control: Path,
     ready: Callable[[], None] | None = None,
 ) -> None:
-    """Listen on the Unix socket ``path``; judge each check cell that connects and
-    write all verdicts so far to ``out`` after each. ``ready`` is called once the
-    socket listens."""
+    """Listen on the Unix socket ``path`` for the notebook and on ``control`` for
+    the grading process, which connects once and then opens (``{"open": grade
+    id}``, answered ``{"opened": grade id}``) and closes (``{"close": grade id}``)
+    the session of each check cell it executes; ``{"restart": true}`` after the
+    notebook was started again in a new kernel, whose cells are each heard again.
+    The connection of an open session is judged; every other is refused and noted.
+    All verdicts and refusals so far are written to ``out`` after each. ``ready``
+    is called once both listen; the grader ends when the grading process closes its
+    control connection."""
+    import selectors
+
     torch.set_num_threads(1)
     verdicts: dict[str, dict] = {}
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+    refused: list[str] = []
+    open_cell: str | None = None
+    done: set[str] = set()
+
+    def write() -> None:
+        partial = out.with_suffix(".partial")
+        partial.write_text(json.dumps({"verdicts": verdicts, "refused": refused}))
+        os.replace(partial, out)  # written before the notebook goes on
+
+    with (
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server,
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as controls,
+    ):
         server.bind(str(path))
         server.listen()
+        controls.bind(str(control))
+        controls.listen(1)
         if ready is not None:
             ready()
-        while True:
-            connection, _ = server.accept()
-            with connection:
-                try:
-                    cell, verdict = judge(connection, plan)
-                except Exception:  # nothing a notebook sends stops the grader
-                    continue
-                if not cell:
-                    continue
-                verdicts[cell] = verdict
-                partial = out.with_suffix(".partial")
-                partial.write_text(json.dumps(verdicts))
-                os.replace(partial, out)  # written before the notebook goes on
-                if verdict["complete"]:
-                    with contextlib.suppress(ChannelError, OSError):
-                        send(connection, {"verdict": verdict["message"]})
+        grading, _ = controls.accept()
+        with grading, selectors.DefaultSelector() as selector:
+            selector.register(grading, selectors.EVENT_READ)
+            selector.register(server, selectors.EVENT_READ)
+            while True:
+                for key, _ in selector.select():
+                    if key.fileobj is grading:
+                        try:
+                            message = receive(grading)
+                        except (ChannelError, OSError):
+                            return  # the grading process is done
+                        if "open" in message:
+                            open_cell = str(message["open"])
+                            send(grading, {"opened": open_cell})
+                        elif message.get("close") == open_cell:
+                            open_cell = None
+                        elif "restart" in message:
+                            done.clear()
+                        continue
+                    connection, _ = server.accept()
+                    with connection:
+                        cell, verdict, why = _hear(connection, plan, open_cell, done)
+                        if why is not None:
+                            refused.append(why)
+                        elif cell:
+                            verdicts[cell] = verdict
+                        write()
+                        if cell and verdict["complete"]:
+                            with contextlib.suppress(ChannelError, OSError):
+                                send(connection, {"verdict": verdict["message"]})
+
+
+def _hear(
+    connection: socket.socket,
+    plan: dict[str, list[str]],
+    open_cell: str | None,
+    done: set[str],
+) -> tuple[str, dict, str | None]:
+    """One connection of the notebook while ``open_cell`` runs (``done``: the cells
+    heard already): the cell judged and its verdict, or why it was refused."""
+    try:
+        hello = None
+        if open_cell is not None:
+            connection.settimeout(HELLO_SECONDS)
+            hello = receive(connection)
+            connection.settimeout(None)
+        named = hello.get("cell") if type(hello) is dict else None
+        if (why := _refusal(open_cell, named, done)) is not None:
+            return "", {}, why
+        done.add(open_cell)
+        return (*judge(connection, plan, hello), None)
+    except Exception:  # noqa: BLE001 - nothing a notebook sends stops the grader
+        return "", {}, None
 
 
 def _quiet() -> None:
@@ -402,7 +489,8 @@ def zygote() -> None:
     torch and the checks once (a grader started afresh imports them in seconds).
 
     Reads one JSON line per request from standard input and answers one on
-    standard output: ``{"socket", "plan", "out", "cwd", "environment"}`` forks a
+    standard output: ``{"socket", "control", "plan", "out", "cwd", "environment"}``
+    forks a
     grader (:func:`serve`) and answers ``{"pid"}`` once it listens (``{"pid":
     null}`` if it died first); ``{"stop": pid}`` kills that grader and answers once
     it has ended.
@@ -434,6 +522,7 @@ def zygote() -> None:
                         Path(request["socket"]),
                         plan,
                         Path(request["out"]),
+                        Path(request["control"]),
                         ready=functools.partial(os.close, told),
                     )
                 finally:
@@ -498,29 +587,95 @@ class _Zygote:
             process.wait()
 
 
+class Verdicts(dict):
+    """The verdicts of one submission (grade id -> verdict), and the connections to
+    the grader that were refused (:attr:`refused`, notes for the instructor)."""
+
+    refused: list[str]
+
+
+class _Sessions:
+    """The control connection of this process's running grader, if one runs, with
+    what the release says: the plan and the answers' stubs."""
+
+    connection: socket.socket | None = None
+    plan: dict[str, list[str]] = {}
+    stubs: dict[str, str] = {}
+
+
+def released_stub(grade_id: str) -> str | None:
+    """The source the release gives the answer cell ``grade_id`` (None: not an
+    answer cell, or no grader runs)."""
+    return _Sessions.stubs.get(grade_id) if _Sessions.connection else None
+
+
+def restarted() -> None:
+    """Tell the running grader that the notebook runs again from its start in a new
+    kernel: each check cell may be heard once more."""
+    if _Sessions.connection is not None:
+        send(_Sessions.connection, {"restart": True})
+
+
+def graded_cells() -> dict[str, list[str]]:
+    """The plan of the grader running in this process (empty if none runs)."""
+    return _Sessions.plan if _Sessions.connection is not None else {}
+
+
+@contextlib.contextmanager
+def session(cell: str) -> Iterator[None]:
+    """The grader hears the check cell ``cell`` (one connection) while the block
+    runs: the grading process wraps the execution of that cell in it."""
+    connection = _Sessions.connection
+    if connection is None:
+        raise RuntimeError("no grader runs in this process")
+    send(connection, {"open": cell})
+    if receive(connection) != {"opened": cell}:
+        raise RuntimeError(f"the grader did not open the session of {cell}")
+    try:
+        yield
+    finally:
+        send(connection, {"close": cell})
+
+
 @contextlib.contextmanager
 def grader(
-    folder: Path | None, cells: dict[str, list[str]]
-) -> Iterator[dict[str, dict]]:
+    folder: Path | None,
+    cells: dict[str, list[str]],
+    stubs: dict[str, str] | None = None,
+) -> Iterator[Verdicts]:
     """Run the grader for one submission while the block runs; the hidden tests
     find its socket, in ``folder`` (default: a new folder), by
-    :data:`~attnlab.teaching.channel.SOCKET_VARIABLE`. Yields the dictionary of
-    verdicts (grade id -> verdict), filled when the block ends."""
+    :data:`~attnlab.teaching.channel.SOCKET_VARIABLE`, and are heard only inside
+    :func:`session`. ``stubs``: the release's source of each answer cell, which
+    replaces an answer that never stops (:func:`released_stub`). Yields the
+    verdicts (grade id -> verdict, and the refusals), filled when the block ends."""
     private = Path(tempfile.mkdtemp(prefix="attnlab-grader-"))
     folder = folder or private
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"grader-{secrets.token_hex(4)}"
+    control = private / "control"  # in no folder a notebook can reach
     plan_path, out = private / "plan.json", private / "verdicts.json"
     plan_path.write_text(json.dumps(cells))
     previous = os.environ.get(SOCKET_VARIABLE)
-    verdicts: dict[str, dict] = {}
+    verdicts = Verdicts()
+    verdicts.refused = []
     pid = None
     try:
-        request = {"socket": path, "plan": plan_path, "out": out, "cwd": private}
+        request = {
+            "socket": path,
+            "control": control,
+            "plan": plan_path,
+            "out": out,
+            "cwd": private,
+        }
         request = {k: str(v) for k, v in request.items()}
         pid = _Zygote.ask({**request, "environment": dict(os.environ)})["pid"]
         if pid is None:
             raise RuntimeError("the grader process did not start")
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.connect(str(control))
+        _Sessions.connection, _Sessions.plan = connection, cells
+        _Sessions.stubs = dict(stubs or {})
         os.environ[SOCKET_VARIABLE] = str(path)
         yield verdicts
     finally:
@@ -528,10 +683,15 @@ def grader(
             os.environ.pop(SOCKET_VARIABLE, None)
         else:
             os.environ[SOCKET_VARIABLE] = previous
+        if _Sessions.connection is not None:
+            _Sessions.connection.close()
+            _Sessions.connection, _Sessions.plan, _Sessions.stubs = None, {}, {}
         if pid is not None:
             _Zygote.ask({"stop": pid})
         if out.exists():
-            verdicts.update(json.loads(out.read_text()))
+            written = json.loads(out.read_text())
+            verdicts.update(written["verdicts"])
+            verdicts.refused += written["refused"]
         path.unlink(missing_ok=True)
         shutil.rmtree(private, ignore_errors=True)
 
@@ -545,15 +705,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("socket", type=Path, nargs="?")
     parser.add_argument("plan", type=Path, nargs="?")
     parser.add_argument("verdicts", type=Path, nargs="?")
+    parser.add_argument("control", type=Path, nargs="?")
     args = parser.parse_args(argv)
     if args.zygote:
         zygote()
         return
-    if args.verdicts is None:
-        parser.error("give SOCKET PLAN VERDICTS, or --zygote")
+    if args.control is None:
+        parser.error("give SOCKET PLAN VERDICTS CONTROL, or --zygote")
     # nothing a check prints outside a cell's verdict reaches a terminal
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
-    serve(args.socket, json.loads(args.plan.read_text()), args.verdicts)
+    plan = json.loads(args.plan.read_text())
+    serve(args.socket, plan, args.verdicts, args.control)
 
 
 if __name__ == "__main__":
