@@ -36,7 +36,12 @@ import pytest
 
 import attnlab
 from attnlab.teaching.grading import GRADED, UNGRADABLE, grade
-from attnlab.teaching.release import check_call_nodes, exercises, solution_code, student_version
+from attnlab.teaching.release import (
+    check_call_nodes,
+    exercises,
+    solution_code,
+    student_version,
+)
 from attnlab.teaching.verdicts import OUTSIDE
 from tests.test_class_grading import CHAPTERS, cut, released_course, submit  # noqa: F401 - a fixture
 
