@@ -87,11 +87,17 @@ $(GRADING_STAMP): $(STAMP) requirements-grading.lock
 	$(BIN)/pip install --quiet -r requirements-grading.lock
 	touch $(GRADING_STAMP)
 
-# Every chapter graded end to end with the real nbgrader: release, autograde of three submissions, CSV export;
-# then a class graded serially and with two workers (tests/test_class_grading.py).
+# Every chapter graded end to end with the real nbgrader: release, the solution and wrong submissions of every
+# chapter, the submissions that attack the grader in the chapters ATTACKS (one whose answers are functions, one
+# whose student writes a model class), CSV export; then a class graded serially and with two workers
+# (tests/test_class_grading.py) and the attacks on the grader, as root and as an ordinary user
+# (tests/test_grading_attacks.py). The weekly workflow grading.yml runs every attack on every chapter:
+# `make grade ATTACKS= ATTNLAB_ATTACK_MATRIX=full`.
+ATTACKS ?= 01 07
 grade: $(GRADING_STAMP)
-	$(BIN)/python .ci/grade_homework.py
-	ATTNLAB_QUICK=1 ATTNLAB_REQUIRE_NBGRADER=1 $(BIN)/pytest tests/test_class_grading.py -p no:cacheprovider
+	$(BIN)/python .ci/grade_homework.py $(if $(ATTACKS),--attacks $(ATTACKS))
+	ATTNLAB_QUICK=1 ATTNLAB_REQUIRE_NBGRADER=1 $(BIN)/pytest tests/test_class_grading.py tests/test_grading_attacks.py \
+		-p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests notebooks benchmarks scripts book/_ext .ci

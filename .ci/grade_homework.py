@@ -40,7 +40,11 @@ rubric or a path of the grading machine. Prints the table; exits non-zero on any
 mismatch.
 
     python .ci/grade_homework.py [--courses _build/grading] [--jobs 2] [--no-sandbox] [--loop-everywhere]
-        [notebooks/01_*.ipynb ...]
+        [--attacks 01 07] [notebooks/01_*.ipynb ...]
+
+(`--attacks 01 07`: the attacker, tampered, cheater and delegator submissions, which attack the grader and not the
+chapter, in chapters 1 and 7 only, as `make grade` and CI run it; the weekly workflow grading.yml grades them in every
+chapter.)
 
 (`--no-sandbox` grades as an instructor without bubblewrap would: the attacking submission then succeeds and the
 script says how; it really rewrites the installed package and starts processes, so run it only in a throwaway copy.)
@@ -225,11 +229,16 @@ def delegation(nb: nbformat.NotebookNode, exercise) -> str:
     return ""
 
 
+# the submissions that attack the grader rather than answer the chapter: the same in every chapter, so CI grades them
+# in two chapters (--attacks) and the weekly workflow grading.yml in all
+ATTACKERS = ("attacker", "tampered", "cheater", "delegator")
+
+
 def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str,
-                course: Path, loop: bool = True) -> tuple[dict, dict, dict]:
+                course: Path, loop: bool = True, attacks: bool = True) -> tuple[dict, dict, dict]:
     """The submissions of one chapter (its notebook named ``file_name``, graded in ``course``), the expected
     (status, points, notes) of each student, and what some students' feedback pages must say. With ``loop``, the
-    tampered submission has an answer that loops forever."""
+    tampered submission has an answer that loops forever; without ``attacks``, none of :data:`ATTACKERS`."""
     untouched = student_version(nb)
     found = exercises(nb)
     code = [e for e in found if e.kind == "code"]
@@ -321,6 +330,11 @@ def submissions(nb: nbformat.NotebookNode, wrong: dict[str, str], file_name: str
         expected["delegator"] = (GRADED, auto - sum(e.points for e in delegated),
                                  "; ".join(f"the library's own version called in {e.label}-check" for e in delegated))
         feedback["delegator"] = ["the library's own version"]
+    if not attacks:
+        for student in ATTACKERS:
+            subs.pop(student, None)
+            expected.pop(student, None)
+            feedback.pop(student, None)
     return subs, expected, feedback
 
 
@@ -375,16 +389,17 @@ def solution_lines(nb: nbformat.NotebookNode) -> set[str]:
 
 
 def grade_chapter(path: Path, course: Path, wrong: dict[str, str], sandbox: bool = True,
-                  loop: bool = True) -> tuple[list[str], list[str]]:
+                  loop: bool = True, attacks: bool = True) -> tuple[list[str], list[str]]:
     """Release, submit and grade one chapter in its own course folder (each notebook in the sandbox unless
-    ``sandbox`` is false; with ``loop``, the tampered submission loops); returns (table rows, failures)."""
+    ``sandbox`` is false; with ``loop``, the tampered submission loops; without ``attacks``, no submission of
+    :data:`ATTACKERS`); returns (table rows, failures)."""
     stem = path.stem
     write_course([path], course)
     nb = nbformat.read(path, as_version=4)
     nbgrader("generate_assignment", stem, "--force", course=course)
     released = nbformat.read(course / "release" / stem / path.name, as_version=4)
     failures = [f"{stem}: {p}" for p in same_release(released, student_version(nb))]
-    subs, expected, says = submissions(nb, wrong, path.name, course, loop)
+    subs, expected, says = submissions(nb, wrong, path.name, course, loop, attacks)
     for student, submission in subs.items():
         folder = course / "submitted" / student / stem
         folder.mkdir(parents=True, exist_ok=True)
@@ -444,8 +459,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="chapters graded at once")
     parser.add_argument("--loop-everywhere", action="store_true",
                         help="a looping answer in every chapter's tampered submission (default: the first chapter's)")
+    parser.add_argument("--attacks", nargs="+", metavar="NN",
+                        help="grade the attacking submissions (" + ", ".join(ATTACKERS) + ") only in the chapters "
+                             "numbered NN (default: every chapter)")
     args = parser.parse_args(argv)
     paths = args.notebooks or chapter_notebooks(ROOT / "notebooks")
+    attacked = [args.attacks is None or p.name[:2] in args.attacks for p in paths]
+    looped = [args.loop_everywhere or p == next(q for q, a in zip(paths, attacked, strict=True) if a)
+              for p in paths] if any(attacked) else [False] * len(paths)
     courses = args.courses.resolve()
     if courses.exists():
         subprocess.run(["rm", "-rf", str(courses)], check=True)
@@ -455,8 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     # one process per chapter: nbgrader's API grades in-process, and two chapters must not share one
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         graded = list(pool.map(grade_chapter, paths, [courses / p.stem for p in paths], [wrong] * len(paths),
-                               [not args.no_sandbox] * len(paths),
-                               [args.loop_everywhere or i == 0 for i in range(len(paths))]))
+                               [not args.no_sandbox] * len(paths), looped, attacked))
     print(f"{'chapter':34} {'student':15} {'status':20} {'points':>6} {'expected':>8} {'s':>5}  notes")
     failures = []
     for rows, chapter_failures in graded:

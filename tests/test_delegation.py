@@ -308,3 +308,26 @@ def test_a_decorated_method_reached_through_its_class_is_refused():
     )
     found = findings(nb, student_version(source))["ex-pointer-greedy-mask-check"]
     assert "calls `attnlab.pointer.PointerNet.greedy`" in found.message
+
+
+@pytest.mark.parametrize("source", [
+    "from attnlab.teaching.channel import serve",
+    "import attnlab.teaching.verdicts as v",
+    "from attnlab import teaching",
+    "import os\npath = os.environ['ATTNLAB_GRADER_SOCKET']",
+    "import sys\nsys.meta_path.insert(0, object())",
+    "import importlib\nm = importlib.import_module('attnlab.' + 'teaching.channel')",
+])
+def test_a_notebook_that_reaches_for_the_grader_earns_no_check(source):
+    from attnlab.teaching.delegation import reaches_grader
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell(source)])
+    assert reaches_grader(nb) == "cell 1"
+
+
+def test_a_notebook_that_names_nothing_of_the_grader_is_read_as_usual():
+    from attnlab.teaching.delegation import reaches_grader
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import attnlab.attention as a\nimport os\nprint(os.environ.get('HOME'), 'teaching')")])
+    assert reaches_grader(nb) is None

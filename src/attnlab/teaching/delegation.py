@@ -617,7 +617,72 @@ def findings(
             reading.run(source, course=True)
         else:
             reading.run(cell.source, course=cell.source in course)
+    if (where := reaches_grader(notebook, course)) is not None:
+        note = (
+            f"the notebook reaches for the grader (its module, its socket or the"
+            f" import system) in {where}: no check earns points"
+        )
+        message = "this notebook reaches for the grader: no check earns points"
+        for cell in notebook.cells:
+            if is_check_cell(cell):
+                out[cell_grade_id(cell) or ""] = Finding(note, message)
     return out
+
+
+# what a notebook names only to reach the grader: its package, the variable of its
+# socket, and the hooks of the import system through which the hidden tests import it
+GRADER_MODULE = "attnlab.teaching"
+GRADER_WORDS = ("ATTNLAB_GRADER", GRADER_MODULE)
+IMPORT_HOOKS = ("meta_path", "path_hooks", "path_importer_cache")
+
+
+def _computed_import(node: ast.AST) -> bool:
+    """An import whose module's name is computed (``import_module(a + b)``,
+    ``__import__(name)``): what hides the module it reaches."""
+    if not isinstance(node, ast.Call):
+        return False
+    function = node.func
+    name = (
+        function.attr
+        if isinstance(function, ast.Attribute)
+        else getattr(function, "id", "")
+    )
+    if name not in ("import_module", "__import__"):
+        return False
+    first = node.args[0] if node.args else None
+    return not (isinstance(first, ast.Constant) and isinstance(first.value, str))
+
+
+def reaches_grader(
+    notebook: nbformat.NotebookNode, course: set[str] = frozenset()
+) -> str | None:
+    """The first cell (its grade id, or its number) whose code, hidden tests and the
+    course's own cells aside, imports the grader's package, names its socket or
+    touches the import system's hooks, or imports a module by a computed name; None
+    if none does. Nothing a student writes needs any of them."""
+    for number, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code" or cell.source in course:
+            continue
+        try:
+            tree = ast.parse(_python(without_hidden_tests(cell.source)))
+        except (SyntaxError, RecursionError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            named = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [f"{node.module}." + ".".join(a.name for a in node.names)]
+                if isinstance(node, ast.ImportFrom) and node.module
+                else [node.value]
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                else []
+            )
+            hooked = isinstance(node, ast.Attribute) and node.attr in IMPORT_HOOKS
+            if hooked or _computed_import(node):
+                return cell_grade_id(cell) or f"cell {number}"
+            if any(w in n for n in named for w in GRADER_WORDS):
+                return cell_grade_id(cell) or f"cell {number}"
+    return None
 
 
 def _library_first(found: str) -> bool:

@@ -763,7 +763,7 @@ def apply_verdicts(
             grade = gradebook.find_grade(grade_id, assignment, assignment, student)
             grade.auto_score = grade.max_score if ok else 0.0
         gradebook.db.commit()
-    return notes
+    return list(dict.fromkeys(notes))
 
 
 def _rewrite(path: Path, nb: nbformat.NotebookNode) -> None:

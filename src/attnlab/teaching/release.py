@@ -191,15 +191,16 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
 
 
 HIDDEN_PROLOGUE = """\
-# The checks are imported afresh from disk, and the library is verified before and
-# after: nothing a notebook rebinds or patches can stand in for them.
+# The checks and the channel to the grader are imported afresh from disk, and the
+# library is verified before and after: nothing a notebook rebinds or patches can
+# stand in for them.
 import importlib as _importlib
 import sys as _sys
 
 _kept = {
     n: _sys.modules.pop(n)
     for n in list(_sys.modules)
-    if n.startswith("attnlab.exercises")
+    if n.startswith(("attnlab.exercises", "attnlab.teaching"))
 }
 try:"""
 HIDDEN_EPILOGUE = """\
