@@ -49,6 +49,19 @@ def test_every_notebook_runs_against_the_release_it_installs():
         f"(README.md, 'A release'): {failed}")
 
 
+def test_every_students_notebook_runs_against_the_release_it_installs():
+    """The students' notebooks (make student, the branch students) install the same release."""
+    import nbformat
+
+    from attnlab.teaching.release import student_version
+
+    notebooks = {p.name: json.loads(nbformat.writes(student_version(nbformat.read(p, as_version=4))))
+                 for p in NOTEBOOKS}
+    report = release_check.check(ROOT, notebooks)
+    failed = {name: problems for name, (_, _, problems) in report.items() if problems}
+    assert not failed, failed
+
+
 def test_the_release_is_read_from_history_not_from_the_checkout():
     """The release of the checkout's version is the commit that set that version, or this tree if none did yet."""
     version = release_check.VERSION_LINE.format(__import__("attnlab").__version__)

@@ -854,6 +854,18 @@ def test_the_grader_hears_a_cell_only_while_it_runs_and_only_once():
     ]
 
 
+def test_after_a_restart_each_cell_is_heard_once_more():
+    """A notebook run again in a new kernel (a cell stopped Python or ran past its time) speaks again."""
+    from attnlab.teaching.verdicts import restarted
+
+    with grader(None, {"a-check": ["check_soft_lookup"]}) as verdicts:
+        with contextlib.suppress(ExerciseError):
+            heard("a-check", [("check_soft_lookup", (uniform_lookup,), {})])
+        restarted()
+        heard("a-check", [("check_soft_lookup", (right_lookup,), {})])
+    assert verdicts["a-check"]["passed"] and verdicts.refused == []
+
+
 def test_a_session_needs_a_running_grader():
     with pytest.raises(RuntimeError, match="no grader"), session("a-check"):
         pass

@@ -432,7 +432,7 @@ def serve(
                         if "open" in message:
                             open_cell = str(message["open"])
                             send(grading, {"opened": open_cell})
-                        elif message.get("close") == open_cell:
+                        elif "close" in message and message["close"] == open_cell:
                             open_cell = None
                         elif "restart" in message:
                             done.clear()
