@@ -7,7 +7,7 @@ functions. The attacks, each written as a student's cell:
 - forgers: the untouched students' notebook (honest score 0) with a cell, at its end or before the answers,
   that connects to the grader's socket (its path is in the kernel's environment) and hands every check the
   worked answers as its own functions;
-- a leaker: the worked answers, and a cell that reads the sandbox's first process's environment
+- a leaker (no points: it names the grader's socket): the worked answers, and a cell that reads the sandbox's first process's environment
   (/proc/1/environ), writes rows to its standard output and error (the grader's, if they were shared), fills the
   folder of the grader's socket and plants a file there for the next student, remounts the read-only package
   writable, and starts a process and a program; a looker, graded after it, lists that folder;
@@ -43,7 +43,13 @@ from attnlab.teaching.release import (
     student_version,
 )
 from attnlab.teaching.verdicts import OUTSIDE
-from tests.test_class_grading import CHAPTERS, cut, released_course, submit  # noqa: F401 - a fixture
+from tests.test_class_grading import (  # noqa: F401 - released_course: a fixture
+    CHAPTERS,
+    cut,
+    gradebook_scores,
+    released_course,
+    submit,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = CHAPTERS[0]
@@ -175,8 +181,9 @@ def hostile_class(course: Path) -> dict[str, float]:
         "bo": (untouched, 0.0),
         "forger-late": (with_cell(untouched, forge), 0.0),
         "forger-early": (with_cell(untouched, forge, at=first.answer), 0.0),
-        "leaker": (with_cell(solved, LEAK), full),
-        "looker": (with_cell(solved, LOOK), full),
+        # the worked answers, but a cell that names the grader's socket: no check earns points
+        "leaker": (with_cell(solved, LEAK), 0.0),
+        "looker": (with_cell(solved, LOOK), 0.0),
         "delegator": (delegator, full - first.points),
         "looper": (looper, full - first.points),
         "paster": (paster, full),
@@ -222,6 +229,8 @@ def check(course: Path, rows: dict[str, dict], expected: dict[str, float | None]
         assert float(row["total"]) == total, (student, row)
     for student in ("forger-late", "forger-early"):
         assert OUTSIDE in rows[student]["reason"], rows[student]["reason"]
+    for student in ("forger-late", "forger-early", "leaker", "looker"):
+        assert "reaches for the grader" in rows[student]["reason"], rows[student]["reason"]
     assert "copies of graded cells" in rows["paster"]["reason"]
     assert "time-out" in rows["looper"]["reason"]
     leaked = (course / "autograded" / "leaker" / CHAPTER / f"{CHAPTER}.ipynb").read_text()
@@ -245,18 +254,28 @@ def survivors() -> list[str]:
     return found
 
 
-def user_python(where: Path) -> Path:
-    """A Python that an ordinary user can run, seeing this environment's packages: the system's Python 3.11 (this
-    one lives under root's home, which only root may enter) in a venv whose .pth adds this site-packages."""
-    system = Path("/usr/bin/python3.11")
-    if not system.exists() or f"{sys.version_info.major}.{sys.version_info.minor}" != "3.11":
-        pytest.skip("an ordinary user's Python 3.11 is needed to grade as one")
-    subprocess.run([str(system), "-m", "venv", "--without-pip", str(where)], check=True)
-    site = next(where.glob("lib/python3.11/site-packages"))
-    ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
-    (site / "attnlab-grading.pth").write_text(
-        "".join(f"import site; site.addsitedir({p!r})\n" for p in ours))
-    return where / "bin" / "python"
+def as_nobody(argv: list[str]) -> list[str]:
+    """``argv`` run as uid 65534 with this very Python. Where this Python or the repository lies below a folder
+    that others may not enter (a Python under root's home), the command runs in a mount namespace of its own in
+    which that folder is an empty one holding only what is needed, bound back to the same paths."""
+    needed = {Path(p).resolve() for p in (sys.base_prefix, sys.prefix, ROOT)}
+    closed = set()
+    for path in needed:
+        for folder in reversed(path.parents):  # the outermost first
+            if folder != Path("/") and not os.stat(folder).st_mode & 0o001:
+                closed.add(folder)
+                break
+    become = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    if not closed:
+        return [*become, *argv]
+    lines = ["set -e", "keep=$(mktemp -d)"]
+    for number, path in enumerate(sorted(p for p in needed if any(p.is_relative_to(c) for c in closed))):
+        lines += [f"mkdir -p $keep/{number}", f"mount --bind {path} $keep/{number}"]
+    lines += [f"mount -t tmpfs -o mode=0755 tmpfs {folder}" for folder in sorted(closed)]
+    for number, path in enumerate(sorted(p for p in needed if any(p.is_relative_to(c) for c in closed))):
+        lines += [f"mkdir -p {path}", f"mount --bind $keep/{number} {path}"]
+    lines.append('exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines), "sh", *become, *argv]
 
 
 MATRIX = [("root", 1), ("user", 2)]
@@ -277,6 +296,7 @@ def test_no_submission_gains_a_point_or_harms_another(released_course, who, work
         shutil.copytree(released_course, course)
         expected = hostile_class(course)
         taught = {name: tree_digest(course / name) for name in ("source", "release")}
+        untouched = {s: tree_digest(course / "submitted" / s) for s in ("ana", "bo", "leaker", "looker")}
         csv_path = scratch / "grades.csv"
         if who == "root":
             os.environ[MARKER] = "1"
@@ -289,22 +309,29 @@ def test_no_submission_gains_a_point_or_harms_another(released_course, who, work
         else:  # as root: switched to uid 65534; as an ordinary user: as that user
             home = scratch / "home"
             home.mkdir()
-            become: list[str] = []
             python = Path(sys.executable)
+            command = [str(python), "-m", "attnlab.grading", str(course), CHAPTER, "--csv", str(csv_path),
+                       "--workers", str(workers), "--timeout", str(TIMEOUT)]
             if os.geteuid() == 0:
-                python = user_python(scratch / "venv")
                 subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(scratch)], check=True)
-                become = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+                command = as_nobody(command)
             env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(home), MARKER: "1",
                    "ATTNLAB_QUICK": "1", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"}
-            done = subprocess.run(
-                [*become, str(python), "-m", "attnlab.grading", str(course), CHAPTER, "--csv", str(csv_path),
-                 "--workers", str(workers), "--timeout", str(TIMEOUT)],
-                env=env, capture_output=True, text=True, cwd=scratch, timeout=1800)
+            done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=scratch, timeout=1800)
             output = done.stdout + done.stderr
             assert done.returncode == 0, output[-3000:]
         rows = {r["student"]: r for r in csv.DictReader(open(csv_path))}
         check(course, rows, expected, output)
+        # the gradebook holds what the CSV says, cell by cell, for every graded student
+        for (_, student, cell), score in gradebook_scores(course, [CHAPTER]).items():
+            if cell.endswith("-check"):
+                assert float(rows[student][cell]) == score, (student, cell)
+        # the honest submissions are graded as handed in, and their feedback is the grader's
+        for student in untouched:
+            assert tree_digest(course / "submitted" / student) == untouched[student], student
+        for student, total in expected.items():
+            page = course / "feedback" / student / CHAPTER / f"{CHAPTER}.html"
+            assert page.exists() == (total is not None), (student, rows[student]["reason"], output[-2000:])
         assert {name: tree_digest(course / name) for name in ("source", "release")} == taught
         assert tree_digest(package) == before
         assert survivors() == []

@@ -201,3 +201,38 @@ def test_the_limits_apply_inside(tmp_path):
         env={**os.environ},
     )
     assert run.returncode != 0
+
+
+def test_the_kernel_s_filter_refuses_processes_programs_and_namespaces_not_threads():
+    """attnlab.teaching.confined, loaded in a child Python: threads run; fork, exec, spawn, unshare are refused."""
+    code = (
+        "import ctypes, os, subprocess, threading\n"
+        "from attnlab.teaching.confined import no_new_processes\n"
+        "no_new_processes()\n"
+        "ran = []\n"
+        "t = threading.Thread(target=lambda: ran.append(1)); t.start(); t.join()\n"
+        "import torch; torch.set_num_threads(2); (torch.ones(300, 300) @ torch.ones(300, 300)).sum()\n"
+        "print('thread', ran == [1])\n"
+        "for name, act in [('fork', os.fork), ('program', lambda: subprocess.run(['true'])),\n"
+        "                  ('spawn', lambda: os.posix_spawn('/bin/true', ['true'], {})),\n"
+        "                  ('exec', lambda: os.execv('/bin/true', ['true'])),\n"
+        "                  ('unshare', lambda: ctypes.CDLL(None).unshare(0x10000000) == 0 or 1 / 0)]:\n"
+        "    try:\n"
+        "        act(); print(name, 'allowed')\n"
+        "    except Exception:\n"
+        "        print(name, 'refused')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:-1] == ["thread True", "fork refused", "program refused", "spawn refused",
+                                            "exec refused", "unshare refused"], done.stdout
+
+
+def test_the_filter_is_written_for_both_architectures_and_refuses_others():
+    from attnlab.teaching import confined
+
+    for machine in ("x86_64", "aarch64"):
+        code = confined.program(machine)
+        assert len(code) % 8 == 0 and 10 < len(code) // 8 < 64
+    with pytest.raises(OSError, match="x86_64 or aarch64"):
+        confined.program("riscv64")

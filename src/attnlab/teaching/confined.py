@@ -9,6 +9,8 @@ process and every thread it starts:
   notebook cannot hand an answer to a child process that calls the library, nor
   flood the machine with processes (the process limit would not bind a kernel whose
   user is root outside its namespace);
+- ``unshare`` and ``setns``: no new namespace (a user namespace of its own would
+  give it capabilities there), no joining another;
 - ``clone3`` answers "not implemented", on which the C library starts its threads
   with ``clone``: threads still work (PyTorch's, the kernel's own);
 - a system call of another architecture's numbering (x32, 32-bit x86) is refused.
@@ -38,8 +40,17 @@ SYSCALLS = {
         "execve": 59,
         "execveat": 322,
         "clone3": 435,
+        "unshare": 272,
+        "setns": 308,
     },
-    "aarch64": {"clone": 220, "execve": 221, "execveat": 281, "clone3": 435},
+    "aarch64": {
+        "clone": 220,
+        "execve": 221,
+        "execveat": 281,
+        "clone3": 435,
+        "unshare": 97,
+        "setns": 268,
+    },
 }
 X32_BIT = 0x40000000  # x86_64's x32 system calls have this bit set
 CLONE_THREAD = 0x00010000
@@ -61,7 +72,7 @@ def program(machine: str | None = None) -> bytes:
         raise OSError(f"the sandbox runs on x86_64 or aarch64, not on {machine}")
     calls = SYSCALLS[machine]
     deny, enosys = ERRNO | errno.EPERM, ERRNO | errno.ENOSYS
-    names = ("execve", "execveat", "fork", "vfork")
+    names = ("execve", "execveat", "fork", "vfork", "unshare", "setns")
     refused = [calls[n] for n in names if n in calls]
     # (jump, number, where to): each test of the system call's number
     tests = [(JGE_K, X32_BIT, "deny")] if machine == "x86_64" else []

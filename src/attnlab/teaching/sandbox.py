@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import resource
@@ -67,7 +68,9 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-# no capability, no way back to one, nobody inside, every namespace unshared
+# no capability, no way back to one, nobody inside, every namespace unshared (no
+# nested user namespace either: bubblewrap 0.8 refuses it itself where it can, and
+# the kernel's seccomp filter refuses unshare on any version)
 CONFINEMENT = (
     "--unshare-all",
     "--unshare-user",
@@ -75,12 +78,19 @@ CONFINEMENT = (
     NOBODY,
     "--gid",
     NOBODY,
-    "--disable-userns",
     "--cap-drop",
     "ALL",
     "--new-session",
     "--die-with-parent",
 )
+
+
+@functools.cache
+def confinement() -> tuple[str, ...]:
+    """:data:`CONFINEMENT`, and ``--disable-userns`` where bubblewrap has it."""
+    found = subprocess.run(["bwrap", "--help"], capture_output=True, text=True)
+    newer = "--disable-userns" in found.stdout + found.stderr
+    return (*CONFINEMENT, "--disable-userns") if newer else CONFINEMENT
 
 
 def unavailable() -> str | None:
@@ -90,7 +100,7 @@ def unavailable() -> str | None:
             "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
         )
     probe = subprocess.run(
-        ["bwrap", "--ro-bind", "/", "/", *CONFINEMENT, "true"],
+        ["bwrap", "--ro-bind", "/", "/", *confinement(), "true"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -162,7 +172,7 @@ def command(
             f" {info.get('transport')!r} in {connection_file}"
         )
     sockets = Path(info["ip"]).resolve().parent
-    argv = ["bwrap", *CONFINEMENT, "--clearenv"]
+    argv = ["bwrap", *confinement(), "--clearenv"]
     for name, value in environment().items():
         argv += ["--setenv", name, value]
     # the empty /tmp first, so that what is bound later may lie inside it
