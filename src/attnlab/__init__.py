@@ -5,4 +5,4 @@ Every chapter notebook imports its models, data, training loop, plots and exerci
 checks from here.
 """
 
-__version__ = "0.8.0"
+__version__ = "0.9.0"
