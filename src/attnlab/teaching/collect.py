@@ -96,7 +96,7 @@ def moodle_student(full_name: str) -> str:
 LINK = "a link or a special file, not a plain file: refused, nothing read through it"
 
 
-def _plain(info: os.stat_result) -> bool:
+def plain_file(info: os.stat_result) -> bool:
     """A plain file: not a link, not a special file, no other hard link."""
     return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
 
@@ -125,7 +125,7 @@ def _files(source: Path) -> list[Found]:
                         path.relative_to(source).as_posix(),
                         (info.st_mtime,),
                         path.read_bytes,
-                        refused="" if _plain(info) else LINK,
+                        refused="" if plain_file(info) else LINK,
                     )
                 )
         return sorted(found, key=lambda f: f.path)

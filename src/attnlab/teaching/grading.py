@@ -76,6 +76,7 @@ from pathlib import Path
 import nbformat
 
 from attnlab.exercises._integrity import TAMPERED
+from attnlab.teaching.collect import plain_file
 from attnlab.teaching.delegation import findings
 from attnlab.teaching.release import (
     BEGIN_HIDDEN,
@@ -394,10 +395,7 @@ def links(course: Path, student: str, assignment: str) -> list[str]:
         for name in [*folders, *files]:
             path = Path(top) / name
             info = path.lstat()
-            plain = stat.S_ISDIR(info.st_mode) or (
-                stat.S_ISREG(info.st_mode) and info.st_nlink == 1
-            )
-            if not plain:
+            if not (stat.S_ISDIR(info.st_mode) or plain_file(info)):
                 found.append(str(path.relative_to(submitted)))
     return sorted(found)
 
